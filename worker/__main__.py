@@ -1,0 +1,3 @@
+from worker.cli.app import main
+
+main()

@@ -1,0 +1,128 @@
+"""The Claude Code adapter: `claude -p --output-format stream-json --verbose`."""
+
+from __future__ import annotations
+
+from worker.agents.base import EventHandler
+from worker.agents.claude_stream import SESSION_MISSING_TEXT, USAGE_LIMIT_TEXT, normalise_line
+from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
+from worker.proc import run_process
+
+
+class ClaudeAdapter:
+    name = "claude"
+
+    def __init__(self, executable: str = "claude", cap_bytes: int = 2_000_000) -> None:
+        self.executable = executable
+        self.cap_bytes = cap_bytes
+
+    def command(self, request: AgentRequest) -> list[str]:
+        # The prompt goes on stdin: a very large -p argument can stall (../shared/REFERENCE.md).
+        argv = [
+            self.executable, "-p", "--output-format", "stream-json", "--verbose",
+            "--model", request.model,
+        ]
+        if request.resume_session:
+            # Never --continue: it picks "the latest" session and can hijack another one.
+            argv += ["--resume", request.resume_session]
+        if request.max_budget_usd is not None:
+            argv += ["--max-budget-usd", f"{request.max_budget_usd:.2f}"]
+        argv += list(request.extra_args)
+        return argv
+
+    def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
+        collector = StreamCollector(on_event)
+        proc = run_process(
+            self.command(request), cwd=request.cwd, timeout_s=request.timeout_s,
+            stdin_text=request.prompt, log_path=request.log_path, on_line=collector.feed,
+            cap_bytes=self.cap_bytes,
+        )
+        result = collector.result(proc.exit_code)
+        result.timed_out = proc.timed_out
+        result.stopped = proc.stopped
+        result.truncated = proc.truncated
+        result.stderr_tail = proc.stderr_tail
+        result.not_found = proc.not_found
+        tail = f"{proc.stderr_tail}\n{result.final_text if result.is_error else ''}"
+        if not result.usage_limit_hit and proc.exit_code not in (0, None) and USAGE_LIMIT_TEXT.search(
+            tail + _plain_text(proc.stdout)
+        ):
+            result.usage_limit_hit = True
+        if request.resume_session and SESSION_MISSING_TEXT.search(tail + _plain_text(proc.stdout)):
+            result.session_missing = True
+        return result
+
+
+class StreamCollector:
+    """Folds the event stream of one invocation into an AgentResult, line by line."""
+
+    def __init__(self, on_event: EventHandler | None = None) -> None:
+        self.on_event = on_event
+        self.events: list[AgentEvent] = []
+        self.index = 0
+        self.texts: list[str] = []
+        self.final: AgentEvent | None = None
+        self.session_id: str | None = None
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.turns = 0
+        self.limit_until: float | None = None
+        self.limit_hit = False
+
+    def feed(self, line: str) -> str | None:
+        stop: str | None = None
+        for event in normalise_line(line, self.index):
+            self.events.append(event)
+            self._fold(event)
+            if self.on_event is not None and stop is None:
+                stop = self.on_event(event)
+        self.index += 1
+        return stop
+
+    def _fold(self, event: AgentEvent) -> None:
+        if event.kind is EventKind.SESSION and event.session_id:
+            self.session_id = event.session_id
+        elif event.kind is EventKind.TEXT and event.text:
+            self.texts.append(event.text)
+        elif event.kind is EventKind.USAGE:
+            self.input_tokens = max(self.input_tokens, event.input_tokens or 0)
+            self.output_tokens += event.output_tokens or 0
+            self.turns += 1
+        elif event.kind is EventKind.RATE_LIMIT and event.status == "rejected":
+            self.limit_hit = True
+            self.limit_until = event.resets_at
+        elif event.kind is EventKind.RESULT:
+            self.final = event
+
+    def result(self, exit_code: int | None) -> AgentResult:
+        final = self.final
+        result = AgentResult(exit_code=exit_code, events=self.events)
+        result.input_tokens = self.input_tokens
+        result.output_tokens = self.output_tokens
+        result.num_turns = self.turns
+        if final is not None:
+            # The result's text is the agent's final word; fall back to the last assistant text
+            # (a known bug leaves `result` empty: anthropics/claude-code#38673).
+            result.final_text = final.text or (self.texts[-1] if self.texts else "")
+            result.is_error = final.is_error
+            result.subtype = final.subtype
+            result.cost_usd = final.cost_usd or 0.0
+            result.num_turns = final.num_turns or self.turns
+            if final.output_tokens:
+                result.output_tokens = final.output_tokens
+            if final.is_error and USAGE_LIMIT_TEXT.search(final.text or ""):
+                self.limit_hit = True
+        else:
+            result.final_text = "\n".join(self.texts)
+            result.is_error = True
+            result.subtype = "no_result"
+        # Never record a session id from an is_error result (../shared/REFERENCE.md).
+        if not result.is_error:
+            result.session_id = (final.session_id if final else None) or self.session_id
+        result.usage_limit_hit = self.limit_hit
+        result.rate_limited_until = self.limit_until
+        return result
+
+
+def _plain_text(stdout: str) -> str:
+    """Lines of stdout that are not JSON (the CLI prints some errors as plain text)."""
+    return "\n".join(line for line in stdout.splitlines()[-50:] if not line.startswith("{"))

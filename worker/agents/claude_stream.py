@@ -1,0 +1,162 @@
+"""Pure normalisation of Claude Code's stream-json (and session-log) lines into AgentEvents.
+
+Unknown event types and subtypes (hooks, status, partial deltas, file snapshots) become
+`OTHER` events; a line that is not JSON becomes an `ERROR` event naming the problem. Nothing
+here raises on bad input: a stream is evidence, and one bad line must not hide the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from worker.models import AgentEvent, EventKind
+
+# The CLI's usage-limit text: "You've hit your limit · resets 1pm (Europe/Paris)".
+USAGE_LIMIT_TEXT = re.compile(r"(?i)(hit your (usage )?limit|usage limit reached)")
+SESSION_MISSING_TEXT = re.compile(r"(?i)no conversation found with session id")
+
+
+def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
+    line = line.strip()
+    if not line:
+        return []
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return [
+            AgentEvent(
+                EventKind.ERROR, index, text=line[:500], error=f"not JSON: {exc.msg}",
+                raw_type="invalid",
+            )
+        ]
+    if not isinstance(obj, dict):
+        return [AgentEvent(EventKind.ERROR, index, error="not a JSON object", raw_type="invalid")]
+    return normalise_object(obj, index)
+
+
+def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
+    kind = obj.get("type")
+    if kind == "system":
+        if obj.get("subtype") == "init":
+            return [
+                AgentEvent(
+                    EventKind.SESSION, index, session_id=_str(obj.get("session_id")),
+                    model=_str(obj.get("model")), raw_type="system/init",
+                )
+            ]
+        return [AgentEvent(EventKind.OTHER, index, subtype=_str(obj.get("subtype")),
+                           raw_type="system")]
+    if kind in ("assistant", "user"):
+        return _message_events(obj, index, kind)
+    if kind == "rate_limit_event":
+        info = obj.get("rate_limit_info") or {}
+        if not isinstance(info, dict):
+            info = {}
+        resets = info.get("resetsAt")
+        return [
+            AgentEvent(
+                EventKind.RATE_LIMIT, index, status=_str(info.get("status")),
+                resets_at=float(resets) if isinstance(resets, int | float) else None,
+                subtype=_str(info.get("rateLimitType")), raw_type=kind,
+            )
+        ]
+    if kind == "result":
+        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+        cost = obj.get("total_cost_usd")
+        turns = obj.get("num_turns")
+        return [
+            AgentEvent(
+                EventKind.RESULT, index, session_id=_str(obj.get("session_id")),
+                text=_str(obj.get("result")) or "", is_error=bool(obj.get("is_error")),
+                subtype=_str(obj.get("subtype")),
+                cost_usd=float(cost) if isinstance(cost, int | float) else None,
+                num_turns=turns if isinstance(turns, int) else None,
+                input_tokens=_context_tokens(usage), output_tokens=_int(usage.get("output_tokens")),
+                raw_type=kind,
+            )
+        ]
+    if kind in ("stream_event", "file-history-snapshot", "summary", "queue-operation"):
+        return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
+    return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
+
+
+def normalise_lines(lines: Iterable[str]) -> Iterator[AgentEvent]:
+    for index, line in enumerate(lines):
+        yield from normalise_line(line, index)
+
+
+def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEvent]:
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return [AgentEvent(EventKind.OTHER, index, raw_type=role)]
+    content = message.get("content")
+    events: list[AgentEvent] = []
+    if isinstance(content, str):
+        if role == "assistant" and content:
+            events.append(AgentEvent(EventKind.TEXT, index, text=content, raw_type=role))
+        return events
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" and role == "assistant":
+            events.append(AgentEvent(EventKind.TEXT, index, text=str(block.get("text", "")),
+                                     raw_type=role))
+        elif btype == "tool_use":
+            args = block.get("input")
+            events.append(
+                AgentEvent(
+                    EventKind.TOOL_CALL, index, tool=_str(block.get("name")),
+                    tool_id=_str(block.get("id")), args=args if isinstance(args, dict) else {},
+                    raw_type=role,
+                )
+            )
+        elif btype == "tool_result":
+            is_error = bool(block.get("is_error"))
+            text = _content_text(block.get("content"))
+            events.append(
+                AgentEvent(
+                    EventKind.TOOL_RESULT, index, tool_id=_str(block.get("tool_use_id")),
+                    is_error=is_error, text=text[:2000], error=text[:500] if is_error else None,
+                    raw_type=role,
+                )
+            )
+    usage = message.get("usage")
+    if role == "assistant" and isinstance(usage, dict):
+        events.append(
+            AgentEvent(
+                EventKind.USAGE, index, model=_str(message.get("model")),
+                input_tokens=_context_tokens(usage), output_tokens=_int(usage.get("output_tokens")),
+                raw_type=role,
+            )
+        )
+    return events
+
+
+def _context_tokens(usage: dict[str, Any]) -> int:
+    """The prompt size of a turn: fresh input plus cache writes plus cache reads."""
+    return sum(
+        _int(usage.get(key))
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        )
+    return "" if content is None else str(content)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

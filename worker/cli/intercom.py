@@ -1,0 +1,9 @@
+"""`worker intercom` (to be built)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the main app."""

@@ -1,0 +1,54 @@
+"""`worker log`: recent decisions and runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from worker import ui
+from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+
+
+def log_command(
+    workspace: WorkspaceOpt = Path("."),
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """List recent runs with their decisions (task, source, mode, reason codes)."""
+    from worker.store import Store
+
+    settings = settings_for(workspace)
+    if not settings.db_path.exists():
+        runs, decisions = [], []
+    else:
+        with Store(settings.db_path) as store:
+            runs, decisions = store.recent_runs(limit), store.recent_decisions(limit)
+    if as_json:
+        ui.print_json({"runs": runs, "decisions": decisions})
+        return
+    by_run = {d["run_id"]: d for d in decisions}
+    rows = []
+    for run in runs:
+        decision = by_run.get(run["id"], {})
+        rows.append({
+            "run": run["id"], "started": _when(run["started_at"]), "task": run["task_id"],
+            "source": run["source"], "outcome": run["outcome"] or "running",
+            "modes": run["modes"], "iterations": run["iterations"],
+            "cost": run["cost_usd"], "reasons": decision.get("reason_codes"),
+        })
+    if not rows:
+        ui.line("no runs yet")
+        return
+    ui.table(rows, ["run", "started", "task", "source", "outcome", "modes", "iterations", "cost",
+                    "reasons"])
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("log")(log_command)

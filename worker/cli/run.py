@@ -1,0 +1,73 @@
+"""`worker run`: one unit of work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from worker import ui
+from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+
+
+def run(
+    workspace: WorkspaceOpt = Path("."),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the decision and the agent "
+                                          "command line; change nothing.")] = False,
+    task_id: Annotated[str | None, typer.Option("--task-id", help="Run this task (again), "
+                                                "e.g. msg-123 or owner/name#12.")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="Force the starting mode.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Force the model of every "
+                                              "mode.")] = None,
+    use_worktree: Annotated[bool, typer.Option("--use-worktree", help="Work in a git worktree "
+                                               "on branch worker/<task-id>.")] = False,
+    open_pr: Annotated[bool, typer.Option("--open-pr", help="On success with --use-worktree, "
+                                          "push the branch and open a pull request (GitHub "
+                                          "tasks).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Resume a ready wait state, or take the next task, drive the agent, report."""
+    from worker.runner import RunOptions, run_once
+
+    settings = settings_for(workspace)
+    progress = None if as_json else ui.IterationProgress()
+    report = run_once(settings, RunOptions(
+        dry_run=dry_run, task_id=task_id, mode=mode, model=model, use_worktree=use_worktree,
+        open_pr=open_pr or None, progress=progress,
+    ))
+    ui.emit(report.to_json(), as_json, _render)
+    raise typer.Exit(report.exit_code)
+
+
+def _render(data: dict[str, Any]) -> None:
+    codes = ", ".join(data["reason_codes"])
+    if data["outcome"] == "dry_run":
+        if data["task_id"] is None:
+            ui.line(f"dry run: nothing to do ({codes})")
+            return
+        ui.line(f"dry run: would take {data['task_id']} from {data['source']} ({codes})")
+        ui.line(f"mode: {data['mode']} ({data['mode_reason']})")
+        if data["reason"]:
+            ui.line(data["reason"])
+        ui.line("agent command: " + " ".join(data["command"] or []) + "  (prompt on stdin)")
+        return
+    if data["outcome"] == "idle":
+        ui.line(f"idle: nothing to do ({codes})")
+        return
+    ui.line(
+        f"{data['outcome']}: {data['task_id']} from {data['source']} after "
+        f"{data['iterations']} iteration(s) in {' -> '.join(data['modes']) or '-'}, "
+        f"${data['cost_usd']:.4f}, {data['duration_s']:.1f}s"
+    )
+    if data["reason"]:
+        ui.line(f"reason: {data['reason']}")
+    if data["wait_state"]:
+        ui.line(f"wait state: {data['wait_state']}")
+    if data["branch"]:
+        ui.line(f"branch: {data['branch']}")
+    ui.line(f"reason codes: {codes}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

@@ -1,0 +1,97 @@
+"""The long-lived child of `worker supervise` (normally `worker serve`).
+
+This is the one module besides worker/proc.py that calls `subprocess.Popen`, on purpose:
+`run_process` runs a command to its end and reads its output, while the supervisor must start
+a process, return at once, poll it for years and never read what it prints (its output may
+quote prompts and messages, which the supervisor must not see). The child's stdout and stderr
+go straight to a log file the supervisor only appends to. Like run_process, the child starts in
+its own session so that stopping it ends its agents too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from worker.proc import redact
+
+log = logging.getLogger(__name__)
+
+
+class ChildHandle(Protocol):
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def stop(self, grace_s: float) -> int | None: ...
+
+
+class Launcher(Protocol):
+    def __call__(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
+    ) -> ChildHandle: ...
+
+
+class Child:
+    """A started process. `poll()` never blocks; `stop()` asks, then insists."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+        self._swept = False
+
+    def poll(self) -> int | None:
+        code = self._proc.poll()
+        if code is not None and not self._swept and sys.platform != "win32":
+            # The leader died; agents it started may live on in its group. End them too.
+            self._swept = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGTERM)
+        return code
+
+    def stop(self, grace_s: float) -> int | None:
+        """SIGTERM to the child's group, SIGKILL after `grace_s`; returns the exit code."""
+        if self._proc.poll() is not None:
+            return self._proc.returncode
+        if sys.platform == "win32":  # pragma: no cover - no process groups to signal there
+            self._proc.terminate()
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGTERM)
+        try:
+            return self._proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            log.warning("child %s ignored SIGTERM for %ss; killing it", self.pid, grace_s)
+        if sys.platform == "win32":  # pragma: no cover
+            self._proc.kill()
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        return self._proc.wait()
+
+
+def launch(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
+) -> ChildHandle:
+    """Start `argv` in its own session with output appended to `log_path`."""
+    argv = [str(part) for part in argv]
+    log.info("starting child: %s (cwd=%s)", redact(" ".join(argv)), cwd)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=sys.platform != "win32",
+        )
+    return Child(proc)

@@ -1,0 +1,202 @@
+"""`worker serve`: the batch cycle in a loop, one run at a time, with health signals.
+
+Each cycle calls `worker.runner.run_once` (the same lock and decisions as `worker run`), then
+sleeps for `interval_s` or until a new file lands in the inbox. SIGTERM/SIGINT end the loop: the
+signal handler only writes a byte to a pipe (no locks taken inside a handler), and a watcher
+thread asks the runner to stop the agent, keep its work and release the task.
+
+Unexpected exceptions are not caught: a crash is what lets `worker supervise` restart this
+process and roll back a broken revision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.config import Settings
+from worker.daemon import health
+from worker.daemon.inbox_watch import InboxWatch
+from worker.errors import ConfigError, ExitCode, LockHeld, WorkerError
+from worker.store import Store
+
+log = logging.getLogger(__name__)
+
+RunOnce = Callable[[Settings, Any], Any]
+RequestStop = Callable[[str], None]
+
+
+@dataclass
+class Cycle:
+    number: int
+    outcome: str
+    exit_code: int | None
+    detail: str = ""
+
+
+@dataclass
+class ServeReport:
+    cycles: int
+    exit_code: int
+    stopped_by: str
+    last: list[Cycle] = field(default_factory=list)
+
+
+def _runner() -> tuple[RunOnce, Callable[[], Any], RequestStop | None]:
+    # Imported on first use: `worker supervise` imports this package but must never load the
+    # data plane (sources, agents) into its own process.
+    from worker import runner
+
+    return runner.run_once, runner.RunOptions, getattr(runner, "request_stop", None)
+
+
+class Server:
+    """The serve loop. Every collaborator is injectable; `run()` is the whole life."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        run_once: RunOnce | None = None,
+        make_options: Callable[[], Any] | None = None,
+        request_stop: RequestStop | None = None,
+        max_cycles: int | None = None,
+        on_cycle: Callable[[Cycle], None] | None = None,
+    ) -> None:
+        if run_once is None or make_options is None:
+            default_run, default_options, default_stop = _runner()
+            run_once = run_once or default_run
+            make_options = make_options or default_options
+            request_stop = request_stop or default_stop
+        self.settings = settings
+        self.d = settings.daemon
+        self._run_once = run_once
+        self._make_options = make_options
+        self._request_stop = request_stop
+        self._max_cycles = max_cycles
+        self._on_cycle = on_cycle or (lambda cycle: None)
+        self._stopping = threading.Event()
+        self._stop_reason = ""
+        self._phase = "starting"
+
+    # -- stopping -----------------------------------------------------------------------------
+    def stop(self, reason: str) -> None:
+        """Thread-safe; not for signal handlers (use `signals()`). Asks a running agent to stop."""
+        if self._stopping.is_set():
+            return
+        self._stop_reason = reason
+        self._stopping.set()
+        if self._phase == "running" and self._request_stop is not None:
+            log.info("asking the running task to stop (%s)", reason)
+            self._request_stop(reason)
+
+    @contextlib.contextmanager
+    def signals(self) -> Iterator[None]:
+        """SIGTERM/SIGINT stop the loop while inside; the previous handlers come back after."""
+        read_fd, write_fd = os.pipe()
+        names = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}
+
+        def handler(signum: int, frame: object) -> None:
+            with contextlib.suppress(OSError):
+                os.write(write_fd, bytes([signum]))
+
+        def watch() -> None:
+            while True:
+                data = os.read(read_fd, 1)
+                if not data or data == b"\0":
+                    return
+                self.stop(names.get(signal.Signals(data[0]), f"signal {data[0]}"))
+
+        previous = {sig: signal.signal(sig, handler) for sig in names}
+        watcher = threading.Thread(target=watch, name="serve-signals", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+            os.write(write_fd, b"\0")
+            watcher.join(timeout=5.0)
+            os.close(write_fd)
+            os.close(read_fd)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> ServeReport:
+        state = self.settings.state
+        store = Store(self.settings.db_path)
+        beat = health.Heartbeat(
+            lambda: Store(self.settings.db_path), self.d.heartbeat_s, lambda: self._phase
+        )
+        watch = InboxWatch(self.settings.inbox)
+        cycles, exit_code, last = 0, int(ExitCode.OK), []
+        try:
+            health.mark_ready(store, state)
+            beat.start()
+            while not self._stopping.is_set():
+                self._phase = "running"
+                cycle, wait_s = self._one_cycle(cycles + 1)
+                self._phase = "idle"
+                cycles += 1
+                last = [*last[-9:], cycle]
+                self._on_cycle(cycle)
+                health.beat(store, phase="idle", cycle=cycles, outcome=cycle.outcome)
+                if cycle.exit_code == ExitCode.CONFIG:
+                    exit_code = int(ExitCode.CONFIG)  # the supervisor must not restart this
+                    self._stop_reason = self._stop_reason or "configuration error"
+                    break
+                if self._max_cycles is not None and cycles >= self._max_cycles:
+                    self._stop_reason = self._stop_reason or f"max cycles ({cycles})"
+                    break
+                self._wait(wait_s, watch)
+        finally:
+            self._phase = "stopping"
+            beat.stop()
+            health.mark_stopped(store, state, self._stop_reason or "crashed")
+            store.close()
+        return ServeReport(cycles, exit_code, self._stop_reason, last)
+
+    def _one_cycle(self, number: int) -> tuple[Cycle, float]:
+        try:
+            report = self._run_once(self.settings, self._make_options())
+        except LockHeld as exc:
+            log.info("another run holds the workspace lock; retrying in %ss", self.d.busy_retry_s)
+            return Cycle(number, "locked", int(ExitCode.LOCKED), str(exc)), self.d.busy_retry_s
+        except ConfigError as exc:
+            return Cycle(number, "config_error", int(ExitCode.CONFIG), str(exc)), 0.0
+        except WorkerError as exc:
+            # Expected failures (an outage, a bad message) end this cycle, not the server.
+            log.warning("run failed: %s", exc)
+            return Cycle(number, "error", int(exc.exit_code), str(exc)), self.d.interval_s
+        outcome = str(getattr(report, "outcome", "done"))
+        code = getattr(report, "exit_code", 0)
+        return Cycle(number, outcome, int(code) if code is not None else None), self.d.interval_s
+
+    def _wait(self, seconds: float, watch: InboxWatch) -> None:
+        """Sleep `seconds`, waking early on a stop request or a new inbox file."""
+        deadline = time.monotonic() + seconds
+        watch.prime()
+        while not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self._stopping.wait(min(left, self.d.inbox_poll_s)):
+                return
+            if watch.has_new_files():
+                log.info("new inbox file: running now")
+                return
+
+
+def serve(settings: Settings, **kwargs: Any) -> ServeReport:
+    """Run `worker serve` until a signal, a configuration error or `max_cycles`."""
+    server = Server(settings, **kwargs)
+    if threading.current_thread() is not threading.main_thread():
+        return server.run()  # signal handlers can only be set from the main thread
+    with server.signals():
+        return server.run()

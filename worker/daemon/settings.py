@@ -1,0 +1,67 @@
+"""Settings of `worker serve` and `worker supervise` (section `[daemon]`).
+
+Defaults come from ../shared/REFERENCE.md, "Process supervision defaults". Every time constant
+is a setting so that tests (and impatient people) can shrink them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class DaemonSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # -- worker serve -------------------------------------------------------------------------
+    interval_s: float = Field(300.0, gt=0)  # sleep between two runs of the batch cycle
+    inbox_poll_s: float = Field(2.0, gt=0)  # a stat() of the inbox folder this often while idle
+    heartbeat_s: float = Field(10.0, gt=0)
+    busy_retry_s: float = Field(30.0, gt=0)  # another run holds the workspace lock: retry after
+
+    # -- worker supervise: restarts -----------------------------------------------------------
+    # Kubernetes (KEP-4603): 1 s doubling with jitter, capped at 60 s, reset after 10 min stable.
+    backoff_base_s: float = Field(1.0, gt=0)
+    backoff_cap_s: float = Field(60.0, gt=0)
+    backoff_jitter: float = Field(0.1, ge=0, lt=1)  # a delay is shortened by up to this fraction
+    backoff_reset_s: float = Field(600.0, gt=0)
+    # Erlang/OTP-style intensity: 5 crashes in 300 s. The window must exceed the backoff sum, or
+    # the loop never trips (systemd's 5-in-10 s pitfall); checked below.
+    crash_loop_count: int = Field(5, ge=2)
+    crash_loop_window_s: float = Field(300.0, gt=0)
+    startup_timeout_s: float = Field(90.0, gt=0)  # systemd's default TimeoutStartSec
+    heartbeat_timeout_s: float = Field(120.0, gt=0)  # a dozen missed beats: the child is hung
+    stop_grace_s: float = Field(30.0, gt=0)  # SIGTERM, then SIGKILL: time to release the task
+    poll_s: float = Field(1.0, gt=0)  # the supervisor's tick
+
+    # -- worker supervise: revisions ----------------------------------------------------------
+    track_revisions: bool = True
+    repo: Path | None = None  # the git checkout to watch; None = the one worker runs from
+    revision_poll_s: float = Field(60.0, gt=0)
+    stable_window_s: float = Field(600.0, gt=0)  # Kubernetes backoff reset: 10 min healthy
+    build_command: list[str] | None = None  # argv run in the revision's snapshot; None = none
+    build_timeout_s: float = Field(1800.0, gt=0)
+    child_command: list[str] | None = None  # None = `python -m worker serve --workspace ...`
+    keep_snapshots: int = Field(3, ge=2)
+
+    # -- security -----------------------------------------------------------------------------
+    allow_root: bool = False
+
+    @model_validator(mode="after")
+    def _window_covers_backoff(self) -> DaemonSettings:
+        worst = backoff_sum(self.backoff_base_s, self.backoff_cap_s, self.crash_loop_count - 1)
+        if self.crash_loop_window_s <= worst:
+            raise ValueError(
+                f"crash_loop_window_s ({self.crash_loop_window_s:g}) must exceed the sum of"
+                f" the first {self.crash_loop_count - 1} backoff delays ({worst:g} s), or a"
+                " crash loop is never detected; raise the window or lower the count"
+            )
+        if self.backoff_cap_s < self.backoff_base_s:
+            raise ValueError("backoff_cap_s must be at least backoff_base_s")
+        return self
+
+
+def backoff_sum(base: float, cap: float, restarts: int) -> float:
+    """The longest time `restarts` back-to-back restarts can take (no jitter shortens it)."""
+    return sum(min(cap, base * 2**n) for n in range(max(0, restarts)))

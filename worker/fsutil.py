@@ -1,0 +1,39 @@
+"""Atomic file writes and quarantine: nothing half-written, nothing bad silently lost."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def quarantine(path: Path, folder: Path, reason: str) -> Path | None:
+    """Move a bad file into `folder` with a `.reason.txt` beside it; None if it vanished."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    if target.exists():
+        target = folder / f"{path.stem}.{int(time.time() * 1000)}{path.suffix}"
+    try:
+        os.replace(path, target)
+    except FileNotFoundError:
+        return None
+    atomic_write_text(target.with_name(target.name + ".reason.txt"), reason.rstrip() + "\n")
+    return target

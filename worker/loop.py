@@ -1,0 +1,326 @@
+"""gather -> act -> verify: one task driven through its modes until a terminal status.
+
+`continue` runs another iteration; `success` and `failure` end the task; `escalate`, a
+failure below the top mode and `maxIterations` without a terminal status move to the next
+mode with the count starting over; `wait` saves a wait state. Caps: wall clock and cost.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+
+from worker.agents.registry import adapter_for, permission_args
+from worker.config import Settings
+from worker.models import (
+    AgentEvent, AgentRequest, AgentResult, IterationRecord, Outcome, StatusBlock, Task,
+    TaskResult,
+)
+from worker.modes import Mode, ModeSet
+from worker.prompt import PromptParts, build_prompt
+from worker.sources.fallback import failure_report, run_checks
+from worker.status import parse_status
+from worker.store import Store
+from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
+from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_state
+from worker.workspace_git import changed_files
+
+# Without a known reset time, back off 15, 30, 60 minutes (../shared/REFERENCE.md).
+USAGE_LIMIT_BACKOFF_S = (900, 1800, 3600)
+
+
+class Progress(Protocol):
+    def start(self, text: str) -> None: ...
+    def update(self, text: str) -> None: ...
+    def stop(self, text: str) -> None: ...
+
+
+class _Quiet:
+    def start(self, text: str) -> None: ...
+    def update(self, text: str) -> None: ...
+    def stop(self, text: str) -> None: ...
+
+
+@dataclass
+class StartPoint:
+    """Where a task run begins: a fresh start, or restored from a wait state."""
+
+    mode: str
+    iteration: int = 1
+    session_id: str | None = None
+    resume_answer: str | None = None
+    modes_used: list[str] = field(default_factory=list)
+    cost_so_far: float = 0.0
+    usage_limit_hits: int = 0
+
+
+@dataclass
+class LoopContext:
+    settings: Settings
+    modes: ModeSet
+    store: Store
+    run_id: int
+    cwd: Path
+    supervisor: TaskSupervisor = field(default_factory=NullSupervisor)
+    progress: Progress = field(default_factory=_Quiet)
+    forced_model: str | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    sections: list[str] = field(default_factory=list)
+    renew: Callable[[], None] = lambda: None
+    checks: list[str] = field(default_factory=list)  # verify: commands that must pass
+    checks_report: str = ""
+
+
+def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
+    settings = ctx.settings
+    started = time.monotonic()
+    result = TaskResult(task=task, outcome=Outcome.FAILURE, modes=list(start.modes_used),
+                        cost_usd=start.cost_so_far)
+    mode = ctx.modes.get(start.mode)
+    iteration = start.iteration
+    session_id = start.session_id
+    answer = start.resume_answer
+    previous = StatusBlock(status=None)
+    previous_output = ""
+    steering: list[str] = []
+    escalations = 0
+    cost_cap = mode.cost_cap_usd or settings.task_cost_cap_usd
+    seq = 0
+    if not result.modes or result.modes[-1] != mode.id:
+        result.modes.append(mode.id)
+
+    def finish(outcome: Outcome, reason: str, *codes: str) -> TaskResult:
+        result.outcome = outcome
+        result.reason = reason
+        result.reason_codes.extend(codes)
+        result.duration_s = time.monotonic() - started
+        result.session_id = session_id
+        result.anomalies = ctx.supervisor.finish(outcome.value)
+        return result
+
+    while True:
+        if ctx.stop_event.is_set():
+            return finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
+        model = ctx.forced_model or mode.model
+        limit = mode.iterations_before_escalation
+        prompt = build_prompt(PromptParts(
+            task=task, mode=mode.id, iteration=iteration, max_iterations=limit,
+            previous_output=previous_output, previous_reason=previous.reason,
+            steering=steering, sections=ctx.sections, resume_answer=answer,
+            checks_report=ctx.checks_report,
+        ))
+        seq += 1
+        request = AgentRequest(
+            prompt=prompt, model=model, cwd=ctx.cwd,
+            timeout_s=mode.iteration_timeout_s or settings.iteration_timeout_s,
+            log_path=settings.logs / f"run-{ctx.run_id}" / f"iteration-{seq}.jsonl",
+            resume_session=session_id, extra_args=permission_args(mode),
+            max_budget_usd=max(0.01, cost_cap - result.cost_usd) if mode.agent == "claude" else None,
+        )
+        label = f"{mode.id} ({model}) iteration {iteration}/{limit}"
+        ctx.progress.start(f"{label}: running")
+        t0 = time.monotonic()
+        agent = _act(ctx, mode, request, label, t0)
+        if agent.session_missing and session_id:
+            # The CLI lost the session (../shared/REFERENCE.md): start fresh, same iteration.
+            result.reason_codes.append("SESSION_MISSING_FRESH_START")
+            session_id = None
+            agent = _act(ctx, mode, _without_resume(request), label, t0)
+        duration = time.monotonic() - t0
+        result.cost_usd += agent.cost_usd
+        session_id = agent.session_id or session_id
+        result.final_text = agent.final_text
+        ctx.renew()
+
+        if agent.not_found:
+            ctx.progress.stop(f"{label}: agent not found")
+            return finish(Outcome.FAILURE, f"agent executable not found: {agent.stderr_tail}",
+                          "AGENT_NOT_FOUND")
+        if agent.usage_limit_hit:
+            ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
+            result.wait_state = _save_usage_wait(ctx, task, mode, model, iteration, agent,
+                                                 session_id, result, start.usage_limit_hits)
+            return finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
+
+        status = _verify(agent)
+        if status.status == "success" and ctx.checks:
+            failing = [c for c in run_checks(ctx.checks, ctx.cwd, settings.fallback.command_timeout_s,
+                                             settings.logs / f"run-{ctx.run_id}") if not c.ok]
+            if failing:
+                ctx.checks_report = failure_report(failing)
+                status = StatusBlock("continue", "the agent said success but checks still fail",
+                                     reason_code="VERIFY_FAILED")
+        record = IterationRecord(
+            mode=mode.id, model=model, iteration=iteration, status=status.status or "continue",
+            reason=status.reason, reason_code=status.reason_code, duration_s=duration,
+            cost_usd=agent.cost_usd, input_tokens=agent.input_tokens,
+            output_tokens=agent.output_tokens, exit_code=agent.exit_code,
+        )
+        result.iterations.append(record)
+        ctx.store.add_iteration(
+            ctx.run_id, seq, mode=mode.id, model=model, iteration=iteration,
+            status=record.status, reason=record.reason[:500], reason_code=record.reason_code,
+            duration_s=duration, cost_usd=agent.cost_usd, input_tokens=agent.input_tokens,
+            output_tokens=agent.output_tokens, exit_code=agent.exit_code,
+        )
+        ctx.progress.stop(
+            f"{label}: {record.status} ({duration:.1f}s, {agent.input_tokens + agent.output_tokens}"
+            f" tokens, ${agent.cost_usd:.4f})"
+        )
+        if not isinstance(ctx.supervisor, NullSupervisor):
+            steering = ctx.supervisor.after_iteration(IterationView(
+                task=task, mode=mode.id, model=model, iteration=iteration, max_iterations=limit,
+                escalations=escalations, result=agent, status=status,
+                changed_files=changed_files(ctx.cwd), cost_so_far=result.cost_usd,
+            ))
+            record.steering = steering
+        if agent.stopped:
+            if agent.stopped.startswith("supervisor"):
+                return finish(Outcome.FAILURE, agent.stopped, "SUPERVISOR_EMERGENCY")
+            return finish(Outcome.STOPPED, agent.stopped, "STOP_REQUESTED")
+
+        answer = None
+        previous, previous_output = status, agent.final_text
+        state = status.status
+        if state == "success":
+            return finish(Outcome.SUCCESS, status.reason or "the agent reported success",
+                          "AGENT_SUCCESS")
+        if state == "wait":
+            result.wait_state = _save_wait(ctx, task, mode, model, iteration, agent, status,
+                                           session_id, result)
+            return finish(Outcome.WAITING, status.reason or f"waiting for {status.wait_for}",
+                          "AGENT_WAIT")
+        escalate_code = None
+        if state == "escalate":
+            escalate_code = "AGENT_ESCALATE"
+        elif state == "failure":
+            escalate_code = "FAILURE_ESCALATED"
+        elif iteration >= limit:
+            escalate_code = "MAX_ITERATIONS"
+        if time.monotonic() - started > settings.task_wall_clock_s:
+            return finish(Outcome.FAILURE, "the task's wall-clock cap was reached",
+                          "WALL_CLOCK_CAP")
+        if result.cost_usd >= cost_cap:
+            return finish(Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached",
+                          "COST_CAP")
+        if escalate_code is None:
+            iteration += 1
+            if state is None or status.reason_code:
+                result.reason_codes.append(status.reason_code or "NO_STATUS_BLOCK")
+            continue
+        target = ctx.modes.next_mode(mode.id, status.escalate_to)
+        if target is None:
+            why = {
+                "AGENT_ESCALATE": "the agent asked to escalate but no stronger mode is left",
+                "FAILURE_ESCALATED": status.reason or "the agent reported failure",
+                "MAX_ITERATIONS": f"{limit} iterations in {mode.id} without a terminal status",
+            }[escalate_code]
+            top_code = "FAILURE_AT_TOP_MODE" if state == "failure" else f"{escalate_code}_AT_TOP"
+            return finish(Outcome.FAILURE, why, top_code)
+        result.reason_codes.append(escalate_code)
+        mode = ctx.modes.get(target)
+        result.modes.append(mode.id)
+        escalations += 1
+        iteration = 1
+
+
+def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float
+         ) -> AgentResult:
+    adapter = adapter_for(ctx.settings, mode)
+    tokens = [0]
+
+    def on_event(event: AgentEvent) -> str | None:
+        if ctx.stop_event.is_set():
+            return "stop requested"
+        if event.output_tokens:
+            tokens[0] += event.output_tokens
+        ctx.progress.update(f"{label}: {time.monotonic() - t0:.0f}s, {tokens[0]} tokens out")
+        return ctx.supervisor.on_event(event)
+
+    return adapter.run(request, on_event)
+
+
+def _without_resume(request: AgentRequest) -> AgentRequest:
+    return AgentRequest(
+        prompt=request.prompt, model=request.model, cwd=request.cwd, timeout_s=request.timeout_s,
+        log_path=request.log_path, resume_session=None, extra_args=request.extra_args,
+        max_budget_usd=request.max_budget_usd,
+    )
+
+
+def _verify(agent: AgentResult) -> StatusBlock:
+    status = parse_status(agent.final_text)
+    if status.status is None and (agent.timed_out or agent.is_error or agent.exit_code):
+        code = "AGENT_TIMEOUT" if agent.timed_out else "AGENT_ERROR"
+        detail = agent.stderr_tail.strip().splitlines()[-1:] or [agent.subtype or ""]
+        return StatusBlock(None, f"{code.lower()}: {detail[0][:200]}", reason_code=code)
+    if status.status is not None and status.reason_code == "UNKNOWN_STATUS":
+        return StatusBlock(None, f"unknown status {status.status!r}", reason_code="UNKNOWN_STATUS")
+    return status
+
+
+def _base_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: int,
+               agent: AgentResult, session_id: str | None, result: TaskResult) -> WaitState:
+    return WaitState.model_validate({
+        "taskId": task.id, "timestamp": datetime.now(UTC), "resumeWhen": "user_approval",
+        "context": WaitContext(mode=mode.id, model=model, iteration=iteration,
+                               outputSnippet=agent.final_text[-1000:]),
+        "source": task.source, "sourceRef": _jsonable(task.ref), "taskTitle": task.title,
+        "taskBody": task.body, "sessionId": session_id, "modesUsed": result.modes,
+        "costUsd": result.cost_usd, "approvers": ctx.settings.waits.approvers,
+    })
+
+
+def _save_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: int,
+               agent: AgentResult, status: StatusBlock, session_id: str | None,
+               result: TaskResult) -> Path:
+    state = _base_wait(ctx, task, mode, model, iteration, agent, session_id, result)
+    state.reason = status.reason
+    state.wait_for = status.wait_for or ""
+    when = (status.resume_when or "").strip()
+    kind = when.split(":", 1)[0].strip().lower()
+    if kind not in CONDITIONS:
+        result.reason_codes.append("WAIT_CONDITION_DEFAULTED")
+        when = "user_approval"
+    elif kind == "time":
+        at = _parse_time(when.split(":", 1)[1] if ":" in when else "")
+        state.resume_at = at or datetime.now(UTC) + timedelta(hours=1)
+        when = "time"
+    state.resume_when = when
+    return save_wait_state(ctx.settings.wait_states, state, ctx.settings.waits.expiry_days)
+
+
+def _save_usage_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: int,
+                     agent: AgentResult, session_id: str | None, result: TaskResult,
+                     hits: int) -> Path:
+    state = _base_wait(ctx, task, mode, model, iteration, agent, session_id, result)
+    margin = ctx.settings.waits.usage_limit_margin_s
+    if agent.rate_limited_until:
+        at = datetime.fromtimestamp(agent.rate_limited_until + margin, UTC)
+    else:
+        backoff = USAGE_LIMIT_BACKOFF_S[min(hits, len(USAGE_LIMIT_BACKOFF_S) - 1)]
+        at = datetime.now(UTC) + timedelta(seconds=backoff)
+    state.reason = "agent usage limit reached"
+    state.wait_for = f"usage limit reset at {at.isoformat()}"
+    state.resume_when = "time"
+    state.resume_at = at
+    extra = state.model_extra if state.model_extra is not None else {}
+    extra["usageLimitHits"] = hits + 1
+    return save_wait_state(ctx.settings.wait_states, state, ctx.settings.waits.expiry_days)
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _jsonable(ref: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in ref.items() if isinstance(v, str | int | float | bool | list)}

@@ -1,0 +1,166 @@
+"""Domain types shared by the parts of worker.
+
+Events and results are frozen dataclasses (cheap to build in the hot path of a stream);
+persisted JSON formats are Pydantic models next to the code that owns their files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    WAITING = "waiting"
+    IDLE = "idle"
+    DRY_RUN = "dry_run"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    STOPPED = "stopped"  # interrupted by a stop request; work kept, task available again
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work, whatever its source. `body` is untrusted text: data, never config."""
+
+    id: str
+    source: str  # "inbox" | "github" | "fallback" | "wait"
+    title: str
+    body: str = ""
+    mode: str | None = None  # an explicit mode asked for by the task
+    sender: str | None = None
+    priority: int = 5  # 0 is the most urgent
+    created_at: datetime | None = None
+    labels: tuple[str, ...] = ()
+    ref: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+class EventKind(StrEnum):
+    SESSION = "session"  # the agent's session started (carries session_id, model)
+    TEXT = "text"  # assistant text
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    USAGE = "usage"
+    RATE_LIMIT = "rate_limit"
+    RESULT = "result"  # the final result of one agent invocation
+    ERROR = "error"  # an error event of the CLI, or a line we could not parse
+    OTHER = "other"  # known but irrelevant (hooks, partial deltas, snapshots)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """One normalised event of an agent's stream. Fields not meaningful for a kind stay None."""
+
+    kind: EventKind
+    index: int = 0  # position in the stream (the line number, from 0)
+    session_id: str | None = None
+    model: str | None = None
+    text: str | None = None
+    tool: str | None = None
+    tool_id: str | None = None
+    args: dict[str, Any] | None = None
+    is_error: bool = False
+    error: str | None = None
+    # usage: input (with cache reads and writes, i.e. the context size) and output tokens
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    num_turns: int | None = None
+    subtype: str | None = None
+    status: str | None = None  # rate limit status: allowed | rejected
+    resets_at: float | None = None  # epoch seconds
+    raw_type: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """What one iteration asks of an agent adapter."""
+
+    prompt: str
+    model: str
+    cwd: Path
+    timeout_s: float
+    log_path: Path | None = None
+    resume_session: str | None = None
+    extra_args: tuple[str, ...] = ()
+    max_budget_usd: float | None = None
+
+
+@dataclass
+class AgentResult:
+    """What one agent invocation did, read from its events and its exit."""
+
+    exit_code: int | None
+    final_text: str = ""
+    events: list[AgentEvent] = field(default_factory=list)
+    session_id: str | None = None
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    num_turns: int = 0
+    is_error: bool = False
+    subtype: str | None = None
+    timed_out: bool = False
+    stopped: str | None = None  # why the worker stopped the agent early (supervisor, cancel)
+    rate_limited_until: float | None = None  # epoch seconds when a usage limit was hit
+    usage_limit_hit: bool = False
+    session_missing: bool = False  # `--resume` named a session the CLI no longer has
+    not_found: bool = False  # the agent executable could not be started
+    stderr_tail: str = ""
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class StatusBlock:
+    """The agent's STATUS block, parsed strictly. `status` is None when there was none."""
+
+    status: str | None
+    reason: str = ""
+    escalate_to: str | None = None
+    wait_for: str | None = None
+    resume_when: str | None = None
+    reason_code: str | None = None  # NO_STATUS_BLOCK, UNKNOWN_STATUS, ...
+
+
+@dataclass
+class IterationRecord:
+    mode: str
+    model: str
+    iteration: int  # 1-based within its mode
+    status: str
+    reason: str
+    reason_code: str | None
+    duration_s: float
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    exit_code: int | None
+    steering: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskResult:
+    """The end of one task run: what the reports and the run record say."""
+
+    task: Task
+    outcome: Outcome
+    reason: str = ""
+    reason_codes: list[str] = field(default_factory=list)
+    modes: list[str] = field(default_factory=list)
+    iterations: list[IterationRecord] = field(default_factory=list)
+    duration_s: float = 0.0
+    cost_usd: float = 0.0
+    session_id: str | None = None
+    branch: str | None = None
+    wait_state: Path | None = None
+    final_text: str = ""
+    anomalies: list[str] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str | None:
+        return self.modes[-1] if self.modes else None

@@ -1,0 +1,160 @@
+"""Modes: load `modes.json` (the specification's camelCase format), validate, auto-detect.
+
+A mode's escalation chain follows `escalation.triggerMode`; an unknown trigger or a cycle is a
+configuration error. Our own keys (agent, iterationTimeoutSeconds, costCapUsd, permissionMode,
+match, default, description) sit beside the specification's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from worker.errors import ConfigError
+from worker.models import Task
+
+
+class Escalation(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    trigger_mode: str = Field(alias="triggerMode")
+    # Iterations in this mode before moving to the trigger mode (default: the mode's own cap).
+    max_iterations: int | None = Field(None, alias="maxIterations", gt=0)
+
+
+class Mode(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    max_iterations: int = Field(alias="maxIterations", gt=0, le=250)
+    escalation: Escalation | None = None
+    description: str = ""
+    agent: str = "claude"  # claude | command (see worker.agents.registry)
+    command: list[str] | None = None  # argv for the `command` agent
+    iteration_timeout_s: float | None = Field(None, alias="iterationTimeoutSeconds", gt=0)
+    cost_cap_usd: float | None = Field(None, alias="costCapUsd", gt=0)
+    permission_mode: str | None = Field(None, alias="permissionMode")
+    extra_args: list[str] = Field(default_factory=list, alias="extraArgs")
+    match: list[str] = Field(default_factory=list)  # words that auto-select this mode
+    default: bool = False
+
+    @property
+    def iterations_before_escalation(self) -> int:
+        if self.escalation and self.escalation.max_iterations:
+            return min(self.escalation.max_iterations, self.max_iterations)
+        return self.max_iterations
+
+
+class ModesFile(BaseModel):
+    model_config = ConfigDict(extra="allow")  # the specification's files may carry more keys
+
+    modes: list[Mode] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class ModeSet:
+    modes: dict[str, Mode]
+    source: str
+
+    def get(self, mode_id: str) -> Mode:
+        try:
+            return self.modes[mode_id]
+        except KeyError:
+            known = ", ".join(self.modes)
+            raise ConfigError(f"unknown mode {mode_id!r} (known: {known})") from None
+
+    def chain(self, mode_id: str) -> list[str]:
+        """The mode and every stronger mode it escalates to, in order."""
+        chain = [mode_id]
+        mode = self.get(mode_id)
+        while mode.escalation is not None:
+            chain.append(mode.escalation.trigger_mode)
+            mode = self.modes[mode.escalation.trigger_mode]
+        return chain
+
+    def next_mode(self, mode_id: str, asked: str | None = None) -> str | None:
+        """The mode to escalate to: `asked` when it names a stronger mode (or a stronger mode's
+        model), otherwise the trigger mode; None at the top of the chain."""
+        stronger = self.chain(mode_id)[1:]
+        if asked:
+            wanted = asked.strip().lower()
+            for candidate in stronger:
+                if candidate.lower() == wanted or self.modes[candidate].model.lower() == wanted:
+                    return candidate
+        return stronger[0] if stronger else None
+
+    def detect(self, task: Task) -> tuple[str, str]:
+        """Pick a mode deterministically: (mode id, reason code)."""
+        if task.mode and task.mode in self.modes:
+            return task.mode, "MODE_FROM_TASK"
+        text = f"{task.title}\n{task.body[:4000]}".lower()
+        for mode in self.modes.values():
+            if any(re.search(rf"\b{re.escape(word.lower())}", text) for word in mode.match):
+                return mode.id, "MODE_MATCHED_RULE"
+        for mode in self.modes.values():
+            if mode.default:
+                return mode.id, "MODE_DEFAULT"
+        return next(iter(self.modes)), "MODE_FIRST"
+
+
+def load_modes(path: Path | None) -> ModeSet:
+    """Read and validate a modes file; None reads the embedded defaults."""
+    if path is None:
+        text = resources.files("worker").joinpath("defaults/modes.json").read_text("utf-8")
+        source = "embedded defaults"
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"modes_file: cannot read {path}: {exc.strerror}") from exc
+        source = str(path)
+    try:
+        parsed = ModesFile.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: invalid modes: {details}") from exc
+    return validate_modes(parsed.modes, source)
+
+
+def validate_modes(modes: list[Mode], source: str) -> ModeSet:
+    by_id: dict[str, Mode] = {}
+    for mode in modes:
+        if mode.id in by_id:
+            raise ConfigError(f"{source}: mode {mode.id!r} is defined twice")
+        if mode.agent == "command" and not mode.command:
+            raise ConfigError(f"{source}: mode {mode.id!r}: agent 'command' needs 'command'")
+        by_id[mode.id] = mode
+    for mode in modes:
+        seen = [mode.id]
+        current = mode
+        while current.escalation is not None:
+            target = current.escalation.trigger_mode
+            if target not in by_id:
+                raise ConfigError(
+                    f"{source}: mode {current.id!r}: escalation.triggerMode {target!r} "
+                    "is not a known mode"
+                )
+            if target in seen:
+                cycle = " -> ".join([*seen, target])
+                raise ConfigError(f"{source}: escalation cycle: {cycle}")
+            seen.append(target)
+            current = by_id[target]
+    return ModeSet(by_id, source)
+
+
+def modes_path(workspace: Path, configured: Path | None) -> Path | None:
+    """The configured file, else `<workspace>/modes/modes.json` if present, else embedded."""
+    if configured is not None:
+        return configured if configured.is_absolute() else workspace / configured
+    local = workspace / "modes" / "modes.json"
+    return local if local.is_file() else None

@@ -1,0 +1,201 @@
+"""The one chokepoint for external processes.
+
+Every command starts in its own process group (a new session on POSIX), its stdout is read line
+by line, written to a log file and capped in memory, and a timeout or a stop request from the
+caller ends the whole group (children included). Command lines are logged with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+log = logging.getLogger(__name__)
+
+# Called with each stdout line (without the newline); returning a reason string stops the run.
+LineHandler = Callable[[str], str | None]
+
+_SECRET_ARG = re.compile(r"(?i)(token|secret|password|api[_-]?key)=\S+")
+_SECRET_SHAPES = re.compile(r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9-]{20,})")
+_GRACE_S = 3.0
+
+
+@dataclass
+class ProcResult:
+    argv: list[str]
+    exit_code: int | None
+    stdout: str  # capped: the first `cap` bytes of output
+    stderr_tail: str
+    duration_s: float
+    timed_out: bool = False
+    stopped: str | None = None
+    truncated: bool = False
+    not_found: bool = False
+
+
+def redact(text: str) -> str:
+    """Hide token-shaped strings and `key=value` secrets from a text meant for logs."""
+    text = _SECRET_ARG.sub(lambda m: m.group(0).split("=", 1)[0] + "=***", text)
+    for name in ("GITHUB_TOKEN", "WORKER_GITHUB_TOKEN", "ANTHROPIC_API_KEY"):
+        value = os.environ.get(name)
+        if value and len(value) >= 8:
+            text = text.replace(value, "***")
+    return _SECRET_SHAPES.sub("***", text)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_s: float,
+    stdin_text: str | None = None,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+    on_line: LineHandler | None = None,
+    cap_bytes: int = 2_000_000,
+) -> ProcResult:
+    """Run `argv` to its end, its timeout, or until `on_line` asks to stop; never raises for
+    a failing command (a missing executable is reported as `not_found`)."""
+    argv = [str(part) for part in argv]
+    log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+            **_new_group_kwargs(),
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        return ProcResult(argv, None, "", f"cannot start {argv[0]}: {exc}", 0.0, not_found=True)
+
+    stderr_lines: list[str] = []
+    err_reader = threading.Thread(target=_drain, args=(proc.stderr, stderr_lines), daemon=True)
+    err_reader.start()
+    if stdin_text is not None and proc.stdin is not None:
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True)
+        feeder.start()
+
+    state = {"timed_out": False}
+    deadline = started + timeout_s
+
+    def on_timeout() -> None:
+        state["timed_out"] = True
+        kill_group(proc)
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.daemon = True
+    timer.start()
+
+    chunks: list[str] = []
+    size = 0
+    truncated = False
+    stopped: str | None = None
+    log_file: IO[str] | None = None
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_file = log_path.open("a", encoding="utf-8")
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if log_file is not None:
+                log_file.write(line)
+            if size < cap_bytes:
+                chunks.append(line)
+                size += len(line)
+            else:
+                truncated = True
+            if on_line is not None and stopped is None:
+                stopped = on_line(line.rstrip("\n"))
+                if stopped:
+                    kill_group(proc)
+            if time.monotonic() > deadline + _GRACE_S:
+                break
+    finally:
+        timer.cancel()
+        if log_file is not None:
+            log_file.close()
+    try:
+        exit_code: int | None = proc.wait(timeout=_GRACE_S * 2)
+    except subprocess.TimeoutExpired:
+        kill_group(proc, force=True)
+        exit_code = proc.wait()
+    # A child that kept our pipes open must not outlive its leader.
+    kill_group(proc, force=True)
+    err_reader.join(timeout=1.0)
+    return ProcResult(
+        argv=argv,
+        exit_code=exit_code,
+        stdout="".join(chunks),
+        stderr_tail="".join(stderr_lines)[-4000:],
+        duration_s=time.monotonic() - started,
+        timed_out=state["timed_out"],
+        stopped=stopped,
+        truncated=truncated,
+    )
+
+
+def kill_group(proc: subprocess.Popen[str], *, force: bool = False) -> None:
+    """End the process and every child in its group: SIGTERM, then SIGKILL after a grace."""
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        with contextlib.suppress(OSError):
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
+        return
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        pgid = proc.pid  # leader gone; its group may live on under the same id
+    if force:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _new_group_kwargs() -> dict[str, object]:
+    if sys.platform == "win32":  # pragma: no cover
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def _drain(stream: IO[str] | None, into: list[str]) -> None:
+    if stream is None:
+        return
+    total = 0
+    for line in stream:
+        into.append(line)
+        total += len(line)
+        while total > 16_000 and len(into) > 1:
+            total -= len(into.pop(0))
+
+
+def _feed(stream: IO[str], text: str) -> None:
+    with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+        stream.write(text)
+    with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+        stream.close()

@@ -1,0 +1,79 @@
+"""Settings of reviewers and the knowledge store (section `[review]`).
+
+Defaults come from the supervisor-layer spec (../shared/seeds/003_d046e342747953e8.txt):
+style every 5 tasks, knowledge every 3, design at milestones; urgency weights +0.3 / +1.0 /
++0.2 with a threshold of 1.0; directives age out after 15 tasks; at most 10 pending cleanup
+directives; about 2k tokens of knowledge in a prompt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MILESTONES = ("abort", "escalation")
+
+
+class ReviewerSettings(BaseModel):
+    """One reviewer: whether it runs, how often, and through which agent and model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    interval: int = Field(5, ge=0)  # finished tasks between runs; 0 = only on milestones/urgency
+    on_milestone: bool = False  # run at an abort or an escalation
+    agent: str = "claude"
+    model: str = "sonnet"  # the spec's supervisors are Sonnet-class models
+    max_budget_usd: float | None = Field(0.5, gt=0)
+
+
+class UrgencyWeights(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verify_failed: float = Field(0.3, ge=0)  # spec: QA failure +0.3
+    abort: float = Field(1.0, ge=0)  # spec: task abort +1.0 (immediate)
+    churn: float = Field(0.2, ge=0)  # spec: high carry-forward churn +0.2
+    threshold: float = Field(1.0, gt=0)  # spec: supervisors run at >= 1.0, then it resets
+
+
+def _style() -> ReviewerSettings:
+    return ReviewerSettings(interval=5)
+
+
+def _design() -> ReviewerSettings:
+    return ReviewerSettings(interval=0, on_milestone=True)
+
+
+def _knowledge() -> ReviewerSettings:
+    return ReviewerSettings(interval=3)
+
+
+class ReviewSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    knowledge_dir: Path = Path("docs/knowledge")  # relative to the workspace
+    style: ReviewerSettings = Field(default_factory=_style)
+    design: ReviewerSettings = Field(default_factory=_design)
+    knowledge: ReviewerSettings = Field(default_factory=_knowledge)
+    urgency: UrgencyWeights = Field(default_factory=UrgencyWeights)
+    # Heavy churn: a task whose diff changes this many lines, or that took this many iterations.
+    churn_lines: int = Field(400, gt=0)
+    churn_iterations: int = Field(6, gt=0)
+    token_budget: int = Field(2000, gt=0)  # spec: ~2k tokens for knowledge injection
+    directive_max_age: int = Field(15, gt=0)  # spec: dropped after 15 task completions
+    cleanup_cap: int = Field(10, gt=0)  # spec: at most 10 pending cleanup directives
+    max_directives_in_prompt: int = Field(20, gt=0)
+    establish_after: int = Field(3, gt=0)  # successful uses before provisional -> established
+    # Convergence: a run with at most this many findings new since the previous run converges.
+    converging_max_new: int = Field(1, ge=0)
+    max_interval: int = Field(80, gt=0)  # cap for the doubled interval
+    recent_tasks: int = Field(10, gt=0)  # most tasks shown to one reviewer run
+    timeout_s: float = Field(900.0, gt=0)
+    diff_chars: int = Field(3000, ge=0)  # diff excerpt kept per task for reviewers
+
+    def reviewer(self, name: str) -> ReviewerSettings:
+        value = getattr(self, name)
+        assert isinstance(value, ReviewerSettings)
+        return value

@@ -1,0 +1,269 @@
+"""One `worker run`: lock, phase 0, sources, decision, mode, loop, report.
+
+`run_once` is the library API behind the command (and behind `worker serve`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.config import Settings
+from worker.errors import LockHeld, UsageError
+from worker.loop import LoopContext, Progress, StartPoint, run_task
+from worker.models import AgentRequest, Outcome, Task, TaskResult
+from worker.modes import ModeSet, load_modes, modes_path
+from worker.scheduling import Decision, Reason, Snapshot, decide
+from worker.sources.base import Listing, TaskSource
+from worker.sources.fallback import LAST_RUN_KEY, failure_report, maintenance_commands, run_checks
+from worker.sources.registry import build_sources
+from worker.store import Store
+from worker.waits import phase0
+from worker.waits.state import load_wait_state
+
+log = logging.getLogger(__name__)
+
+_STOP = threading.Event()
+
+
+def request_stop(reason: str = "stop requested") -> None:
+    """Ask the running task (if any) to stop: its agent is ended, its work kept, the task
+    released. Safe to call from a signal handler."""
+    log.warning("stop requested: %s", reason)
+    _STOP.set()
+
+
+@dataclass
+class RunOptions:
+    dry_run: bool = False
+    task_id: str | None = None
+    mode: str | None = None
+    model: str | None = None
+    use_worktree: bool = False
+    open_pr: bool | None = None
+    progress: Progress | None = None
+
+
+@dataclass
+class RunReport:
+    outcome: Outcome
+    run_id: int | None = None
+    task_id: str | None = None
+    source: str | None = None
+    modes: list[str] = field(default_factory=list)
+    iterations: int = 0
+    reason: str = ""
+    reason_codes: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    branch: str | None = None
+    wait_state: str | None = None
+    command: list[str] | None = None
+    candidates: dict[str, int] = field(default_factory=dict)
+    mode_reason: str | None = None
+
+    @property
+    def mode(self) -> str | None:
+        return self.modes[-1] if self.modes else None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.outcome is Outcome.FAILURE else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value, "task_id": self.task_id, "source": self.source,
+            "mode": self.mode, "modes": self.modes, "iterations": self.iterations,
+            "reason": self.reason, "reason_codes": self.reason_codes, "run_id": self.run_id,
+            "cost_usd": round(self.cost_usd, 6), "duration_s": round(self.duration_s, 3),
+            "branch": self.branch, "wait_state": self.wait_state, "command": self.command,
+            "candidates": self.candidates, "mode_reason": self.mode_reason,
+        }
+
+
+def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport:
+    options = options or RunOptions()
+    modes = load_modes(modes_path(settings.workspace, settings.modes_file))
+    if options.mode:
+        modes.get(options.mode)  # an unknown --mode is an error before anything happens
+    if options.dry_run:
+        return _dry_run(settings, options, modes)
+    with _workspace_lock(settings), Store(settings.db_path) as store:
+        _STOP.clear()
+        return _run(settings, options, modes, store)
+
+
+@contextlib.contextmanager
+def _workspace_lock(settings: Settings) -> Iterator[None]:
+    from filelock import FileLock, Timeout
+
+    settings.state.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(settings.state / "run.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise LockHeld(
+            f"another worker run holds the lock of {settings.workspace}; try again later"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _snapshot(settings: Settings, sources: list[TaskSource], store: Store | None,
+              options: RunOptions, dry_run: bool) -> tuple[Snapshot, list[Listing]]:
+    scan = phase0.scan(settings, store, dry_run=dry_run)
+    forced = _find(sources, options.task_id) if options.task_id else None
+    listings = [] if forced else [_safe_list(source) for source in sources]
+    notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
+    snap = Snapshot(listings=tuple(listings), ready_waits=() if forced else tuple(scan.ready),
+                    pending_waits=scan.pending, forced=forced, notes=notes)
+    return snap, listings
+
+
+def _safe_list(source: TaskSource) -> Listing:
+    try:
+        return source.list()
+    except Exception as exc:  # one broken source must not stop the others
+        log.warning("source %s failed: %s", source.name, exc, exc_info=True)
+        return Listing(source.name, errors=[f"{source.name}: {exc}"])
+
+
+def _find(sources: list[TaskSource], task_id: str) -> Task:
+    for source in sources:
+        task = source.find(task_id)
+        if task is not None:
+            return task
+    names = ", ".join(source.name for source in sources)
+    raise UsageError(f"--task-id {task_id}: no such task in {names}")
+
+
+def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
+    last_run = _read_kv_readonly(settings, LAST_RUN_KEY)
+    sources = build_sources(settings, None, dry_run=True,
+                            fallback_last_run=float(last_run) if last_run else None)
+    snap, _ = _snapshot(settings, sources, None, options, dry_run=True)
+    decision = decide(snap)
+    report = RunReport(Outcome.DRY_RUN, reason_codes=list(decision.reason_codes),
+                       candidates=decision.candidates)
+    if decision.task is None:
+        return report
+    mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
+    mode = modes.get(mode_id)
+    from worker.agents.registry import adapter_for, permission_args
+
+    request = AgentRequest(prompt="", model=options.model or mode.model, cwd=settings.workspace,
+                           timeout_s=settings.iteration_timeout_s,
+                           extra_args=permission_args(mode))
+    report.task_id, report.source = decision.task.id, decision.source
+    report.modes, report.mode_reason = [mode_id], mode_reason
+    report.command = adapter_for(settings, mode).command(request)
+    if decision.task.source == "fallback":
+        report.reason = "would run: " + "; ".join(decision.task.ref.get("commands", []))
+    return report
+
+
+def _read_kv_readonly(settings: Settings, key: str) -> str | None:
+    if not settings.db_path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
+def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet, settings: Settings
+               ) -> tuple[str, str]:
+    if options.mode:
+        return options.mode, "MODE_FORCED"
+    if decision.wait is not None and decision.task is not None and decision.task.mode:
+        return decision.task.mode, "MODE_RESTORED"
+    assert decision.task is not None
+    return modes.detect(decision.task)
+
+
+def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) -> RunReport:
+    t0 = time.monotonic()
+    run_id = store.start_run(settings.machine_id, os.getpid())
+    last_run = store.get(LAST_RUN_KEY)
+    sources = build_sources(settings, store, fallback_last_run=float(last_run) if last_run else None)
+    by_name = {source.name: source for source in sources}
+    recovered = []
+    for source in sources:
+        recover = getattr(source, "recover_expired", None)
+        if recover is not None:
+            recovered += recover()
+    error: str | None = None
+    try:
+        snap, _ = _snapshot(settings, sources, store, options, dry_run=False)
+    except Exception as exc:
+        store.record_decision(run_id, machine_id=settings.machine_id, reason_codes=["ERROR"],
+                              candidates={}, latency_ms=(time.monotonic() - t0) * 1000,
+                              error=str(exc))
+        store.finish_run(run_id, outcome="error", reason=str(exc))
+        raise
+    if recovered:
+        snap = Snapshot(**{**snap.__dict__, "notes": (*snap.notes, Reason.LEASE_EXPIRED)})
+    excluded: set[str] = set()
+    while True:
+        decision = decide(Snapshot(**{**snap.__dict__, "excluded": frozenset(excluded)}))
+        if decision.task is None or _claim(decision, by_name, store, settings, run_id):
+            break
+        excluded.add(decision.task.id)
+    mode_id, mode_reason = (None, None)
+    if decision.task is not None:
+        mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
+    store.record_decision(
+        run_id, machine_id=settings.machine_id,
+        task_id=decision.task.id if decision.task else None, source=decision.source,
+        mode=mode_id, reason_codes=[*decision.reason_codes, *([mode_reason] if mode_reason else [])],
+        candidates=decision.candidates, latency_ms=(time.monotonic() - t0) * 1000, error=error,
+        detail={"skipped": [s.__dict__ for l in snap.listings for s in l.skipped][:50],
+                "errors": [e for l in snap.listings for e in l.errors][:20],
+                "recovered": recovered, "excluded": sorted(excluded)},
+    )
+    report = RunReport(Outcome.IDLE, run_id=run_id, reason_codes=list(decision.reason_codes),
+                       candidates=decision.candidates, mode_reason=mode_reason)
+    if decision.task is None or mode_id is None:
+        store.finish_run(run_id, outcome=Outcome.IDLE.value, reason_codes=report.reason_codes,
+                         duration_s=time.monotonic() - t0)
+        return report
+    from worker.tasks import execute
+
+    result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
+    report.task_id, report.source = decision.task.id, decision.source
+    report.outcome, report.reason = result.outcome, result.reason
+    report.modes, report.iterations = result.modes, len(result.iterations)
+    report.reason_codes += [c for c in result.reason_codes if c not in report.reason_codes]
+    report.cost_usd, report.branch = result.cost_usd, result.branch
+    report.wait_state = str(result.wait_state) if result.wait_state else None
+    report.duration_s = time.monotonic() - t0
+    store.finish_run(
+        run_id, task_id=decision.task.id, source=decision.source, outcome=result.outcome.value,
+        reason=result.reason[:1000], modes=result.modes, iterations=len(result.iterations),
+        cost_usd=result.cost_usd, duration_s=report.duration_s, branch=result.branch,
+        reason_codes=report.reason_codes,
+    )
+    return report
+
+
+def _claim(decision: Decision, sources: dict[str, TaskSource], store: Store,
+           settings: Settings, run_id: int) -> bool:
+    assert decision.task is not None
+    if decision.wait is not None:
+        return store.claim(decision.task.id, "wait", settings.machine_id, os.getpid(),
+                           settings.lease_seconds, run_id=run_id)
+    return sources[decision.task.source].claim(decision.task, run_id)

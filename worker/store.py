@@ -1,0 +1,270 @@
+"""SQLite runtime store: runs, iterations, decisions, claims and cursors.
+
+WAL, synchronous=NORMAL, busy_timeout 5000 ms, BEGIN IMMEDIATE for read-modify-write
+(../shared/REFERENCE.md). Migrations are ordered functions per component, recorded in the
+`migrations` table and run on open; each part of worker (`core`, `github`, `daemon`,
+`review`, ...) brings its own list through `Store.ensure`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _core_v1(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            machine_id TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            task_id TEXT,
+            source TEXT,
+            outcome TEXT,
+            reason TEXT,
+            modes TEXT NOT NULL DEFAULT '[]',
+            iterations INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            duration_s REAL NOT NULL DEFAULT 0,
+            branch TEXT,
+            reason_codes TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE INDEX runs_task ON runs(task_id);
+        CREATE TABLE iterations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            mode TEXT NOT NULL,
+            model TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            reason_code TEXT,
+            duration_s REAL NOT NULL,
+            cost_usd REAL NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            exit_code INTEGER
+        );
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER REFERENCES runs(id),
+            at REAL NOT NULL,
+            machine_id TEXT NOT NULL,
+            task_id TEXT,
+            source TEXT,
+            mode TEXT,
+            reason_codes TEXT NOT NULL,
+            candidates TEXT NOT NULL,
+            latency_ms REAL NOT NULL,
+            error TEXT,
+            detail TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE claims (
+            task_id TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            machine_id TEXT NOT NULL,
+            run_id INTEGER,
+            pid INTEGER NOT NULL,
+            claimed_at REAL NOT NULL,
+            lease_until REAL NOT NULL,
+            state TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE kv (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        """
+    )
+
+
+CORE_MIGRATIONS: list[Migration] = [_core_v1]
+
+
+class Store:
+    """One SQLite database under the state folder. Open, use, close; or use as a context."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS migrations ("
+            " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at REAL NOT NULL,"
+            " PRIMARY KEY (component, version))"
+        )
+        self.ensure("core", CORE_MIGRATIONS)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def ensure(self, component: str, migrations: Sequence[Migration]) -> None:
+        """Apply the component's migrations that this database has not seen yet, in order."""
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT MAX(version) FROM migrations WHERE component = ?", (component,)
+            ).fetchone()
+            done = row[0] or 0
+            for version, migrate in enumerate(migrations, start=1):
+                if version <= done:
+                    continue
+                migrate(db)
+                db.execute(
+                    "INSERT INTO migrations(component, version, applied_at) VALUES (?, ?, ?)",
+                    (component, version, time.time()),
+                )
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE: take the write lock before reading, so read-modify-write is safe."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- runs -------------------------------------------------------------------------------
+    def start_run(self, machine_id: str, pid: int) -> int:
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO runs(started_at, machine_id, pid) VALUES (?, ?, ?)",
+                (time.time(), machine_id, pid),
+            )
+            return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int, **fields: Any) -> None:
+        fields["ended_at"] = time.time()
+        for key in ("modes", "reason_codes"):
+            if key in fields:
+                fields[key] = json.dumps(fields[key])
+        columns = ", ".join(f"{key} = ?" for key in fields)
+        with self.transaction() as db:
+            db.execute(f"UPDATE runs SET {columns} WHERE id = ?", (*fields.values(), run_id))
+
+    def add_iteration(self, run_id: int, seq: int, **fields: Any) -> None:
+        names = ["run_id", "seq", *fields]
+        marks = ", ".join("?" for _ in names)
+        with self.transaction() as db:
+            db.execute(
+                f"INSERT INTO iterations({', '.join(names)}) VALUES ({marks})",
+                (run_id, seq, *fields.values()),
+            )
+
+    def record_decision(self, run_id: int | None, **fields: Any) -> int:
+        fields["reason_codes"] = json.dumps(fields.get("reason_codes", []))
+        fields["candidates"] = json.dumps(fields.get("candidates", {}))
+        fields["detail"] = json.dumps(fields.get("detail", {}), default=str)
+        names = ["run_id", "at", *fields]
+        marks = ", ".join("?" for _ in names)
+        with self.transaction() as db:
+            cur = db.execute(
+                f"INSERT INTO decisions({', '.join(names)}) VALUES ({marks})",
+                (run_id, time.time(), *fields.values()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+        return [_decode(dict(row)) for row in rows]
+
+    def recent_decisions(self, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM decisions ORDER BY id DESC LIMIT ?", (limit,))
+        return [_decode(dict(row)) for row in rows]
+
+    def decision_for_run(self, run_id: int) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT * FROM decisions WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return _decode(dict(row)) if row else None
+
+    def iterations_of(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM iterations WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [dict(row) for row in rows]
+
+    # -- claims: leases on tasks ------------------------------------------------------------
+    def claim(
+        self, task_id: str, source: str, machine_id: str, pid: int, lease_s: float, **detail: Any
+    ) -> bool:
+        """Take a lease on a task; False if another live lease or a `done` mark holds it."""
+        now = time.time()
+        with self.transaction() as db:
+            row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
+            if row is not None and row["state"] == "active" and row["lease_until"] > now:
+                return False
+            db.execute(
+                "INSERT OR REPLACE INTO claims(task_id, source, machine_id, pid, claimed_at,"
+                " lease_until, state, detail) VALUES (?, ?, ?, ?, ?, ?, 'active', ?)",
+                (task_id, source, machine_id, pid, now, now + lease_s, json.dumps(detail)),
+            )
+            return True
+
+    def renew_claim(self, task_id: str, lease_s: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE claims SET lease_until = ? WHERE task_id = ? AND state = 'active'",
+                (time.time() + lease_s, task_id),
+            )
+
+    def release_claim(self, task_id: str, state: str) -> None:
+        """End a lease: `done`, `failed`, `waiting` or `released` (available again)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE claims SET state = ?, lease_until = ? WHERE task_id = ?",
+                (state, time.time(), task_id),
+            )
+
+    def claim_of(self, task_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
+        return dict(row) if row else None
+
+    def expired_claims(self, now: float | None = None) -> list[dict[str, Any]]:
+        now = time.time() if now is None else now
+        rows = self.db.execute(
+            "SELECT * FROM claims WHERE state = 'active' AND lease_until <= ?", (now,)
+        )
+        return [dict(row) for row in rows]
+
+    # -- key/value cursors ------------------------------------------------------------------
+    def get(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def put(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at",
+                (key, value, time.time()),
+            )
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    for key in ("modes", "reason_codes", "candidates", "detail"):
+        if isinstance(row.get(key), str):
+            row[key] = json.loads(row[key])
+    return row

@@ -1,0 +1,131 @@
+"""Pure helpers the detectors share: canonical calls, error signatures, failure classes.
+
+Everything here is a function of its arguments: no state, no I/O, cheap enough to run on
+every event of a 100,000-event transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from typing import Any
+
+# Values that differ between two otherwise identical calls: UUIDs, long hex ids (commit
+# hashes, tool-use ids), ISO timestamps, and tool ids such as Claude's `toolu_01AbC...`.
+_VOLATILE_VALUE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\b[0-9a-fA-F]{12,}\b"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
+)
+_DIGITS = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+
+# How Claude Code, Codex and Gemini CLI word a refused tool (denied by the user or by the
+# permission settings); REFERENCE.md: leave these out of the cascade count.
+_PERMISSION = re.compile(
+    r"(?i)(requested permissions? to use|haven't granted|permission to use \S+ (?:was|has "
+    r"been) denied|user (?:doesn't|does not) want to proceed|user denied|rejected by (?:the )?"
+    r"user|denied by (?:the )?(?:user|policy|permission)|not allowed by|tool execution denied"
+    r"|approval (?:was )?(?:denied|declined|required)|declined by the user)"
+)
+# The environment failing rather than the agent's action: network, API, quota, disk.
+_INFRASTRUCTURE = re.compile(
+    r"(?i)(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|connection (?:refused|reset|timed out)"
+    r"|network is unreachable|could not resolve host|temporary failure in name resolution"
+    r"|name or service not known|\b(?:429|500|502|503|504)\b|too many requests|rate.?limit"
+    r"|overloaded|service unavailable|bad gateway|gateway time-?out|internal server error"
+    r"|no space left on device|mcp error|server disconnected|ssl(?:error)?:|certificate verify "
+    r"failed)"
+)
+
+PERMISSION = "permission"
+INFRASTRUCTURE = "infrastructure"
+TOOL = "cascade"  # an ordinary tool failure; the anomaly it feeds is the "cascade" kind
+
+
+def strip_volatile(value: Any, volatile_keys: Collection[str]) -> Any:
+    """The arguments with volatile keys dropped and volatile values replaced by `<id>`."""
+    if isinstance(value, dict):
+        return {
+            str(key): strip_volatile(item, volatile_keys)
+            for key, item in value.items()
+            if key not in volatile_keys
+        }
+    if isinstance(value, list):
+        return [strip_volatile(item, volatile_keys) for item in value]
+    if isinstance(value, str):
+        return _VOLATILE_VALUE.sub("<id>", value)
+    return value
+
+
+def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) -> str:
+    """Canonical JSON of a call's arguments: sorted keys, no volatile ids."""
+    if not args:
+        return "{}"
+    return json.dumps(
+        strip_volatile(args, volatile_keys), sort_keys=True, separators=(",", ":"),
+        ensure_ascii=False, default=str,
+    )
+
+
+def error_signature(text: str | None) -> str:
+    """What makes two errors "the same": first 300 characters, numbers and ids blurred.
+
+    Line numbers, counts, durations and ids change between two runs of the same failure.
+    """
+    if not text:
+        return ""
+    head = _VOLATILE_VALUE.sub("<id>", text[:300])
+    return _SPACE.sub(" ", _DIGITS.sub("#", head)).strip()
+
+
+def failure_class(text: str | None) -> str:
+    """`permission`, `infrastructure`, or `cascade` (an ordinary tool failure)."""
+    if not text:
+        return TOOL
+    head = text[:1000]
+    if _PERMISSION.search(head):
+        return PERMISSION
+    if _INFRASTRUCTURE.search(head):
+        return INFRASTRUCTURE
+    return TOOL
+
+
+def message_signature(text: str | None, min_chars: int) -> str | None:
+    """Whitespace-normalised assistant text, or None when too short to call a repetition."""
+    if not text:
+        return None
+    norm = _SPACE.sub(" ", text).strip()
+    return norm if len(norm) >= min_chars else None
+
+
+def alternation_length(keys: Sequence[str]) -> int:
+    """How many trailing items alternate between exactly two different values (A B A B)."""
+    n = len(keys)
+    if n < 2 or keys[-1] == keys[-2]:
+        return min(n, 1)
+    length = 2
+    while length < n and keys[n - 1 - length] == keys[n - 1 - length + 2]:
+        length += 1
+    return length
+
+
+def distinct_failing(
+    results: Sequence[tuple[str, str | None]], failure: str
+) -> list[str]:
+    """The distinct tools whose results in `results` failed with class `failure`, in order."""
+    seen: list[str] = []
+    for tool, cls in results:
+        if cls == failure and tool not in seen:
+            seen.append(tool)
+    return seen
+
+
+def short(text: str | None, limit: int = 80) -> str:
+    """One line, at most `limit` characters, safe inside backticks in a steering message."""
+    if not text:
+        return ""
+    line = _SPACE.sub(" ", text).strip().replace("`", "'")
+    return line if len(line) <= limit else line[: limit - 1] + "…"

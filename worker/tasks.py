@@ -1,0 +1,121 @@
+"""Executing one chosen task: set up, loop, report, release, clean up."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from worker.config import Settings
+from worker.loop import LoopContext, StartPoint, run_task
+from worker.models import Outcome, Task, TaskResult
+from worker.modes import ModeSet
+from worker.scheduling import Decision
+from worker.sources.base import TaskSource
+from worker.sources.fallback import failure_report, run_checks
+from worker.store import Store
+from worker.supervision.factory import make_supervisor
+from worker.waits.state import load_wait_state
+
+if TYPE_CHECKING:
+    from worker.runner import RunOptions
+
+log = logging.getLogger(__name__)
+
+
+def execute(settings: Settings, options: RunOptions, modes: ModeSet, store: Store, run_id: int,
+            decision: Decision, mode_id: str, sources: dict[str, TaskSource],
+            stop: threading.Event) -> TaskResult:
+    task = decision.task
+    assert task is not None
+    source = sources.get(task.source)
+    start = StartPoint(mode=mode_id)
+    wait_path: Path | None = None
+    if decision.wait is not None:
+        wait_path = decision.wait.ref
+        start = _restore(wait_path, mode_id, decision.wait.answer)
+    cwd, branch = settings.workspace, None
+    if options.use_worktree:
+        from worker.workspace_git import create_worktree
+
+        cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
+    from worker.review.hooks import after_task, prompt_sections
+
+    ctx = LoopContext(
+        settings=settings, modes=modes, store=store, run_id=run_id, cwd=cwd,
+        supervisor=make_supervisor(settings, task, run_id),
+        forced_model=options.model, stop_event=stop,
+        sections=_sections(prompt_sections, settings, store, task),
+        renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
+    )
+    if options.progress is not None:
+        ctx.progress = options.progress
+    try:
+        result = _run(ctx, task, start)
+    except BaseException:
+        # Keep the claim and any wait state: the lease brings the task back if we die here.
+        log.exception("task %s crashed", task.id)
+        raise
+    finally:
+        if options.use_worktree and branch is not None:
+            from worker.workspace_git import finish_worktree
+
+            finish_worktree(settings.workspace, cwd, f"worker: {task.id} ({task.title[:60]})")
+    result.branch = branch
+    _report(settings, store, task, result, source, wait_path)
+    try:
+        after_task(settings, store, result)
+    except Exception as exc:  # reviewers never stop the task queue
+        log.warning("reviewers failed after %s: %s", task.id, exc)
+    return result
+
+
+def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
+    commands = list(task.ref.get("commands", [])) if task.source == "fallback" else []
+    if commands and start.resume_answer is None:
+        checks = run_checks(commands, ctx.cwd, ctx.settings.fallback.command_timeout_s,
+                            ctx.settings.logs / f"run-{ctx.run_id}")
+        failing = [check for check in checks if not check.ok]
+        if not failing:
+            return TaskResult(task, Outcome.SUCCESS, "build and tests pass; no agent needed",
+                              ["FALLBACK_CHECKS_PASSED"], modes=[])
+        ctx.checks = [check.command for check in failing]
+        ctx.checks_report = failure_report(failing)
+    return run_task(ctx, task, start)
+
+
+def _sections(fn, settings: Settings, store: Store, task: Task) -> list[str]:  # type: ignore[no-untyped-def]
+    try:
+        return list(fn(settings, store, task))
+    except Exception as exc:  # knowledge is a help, never a blocker
+        log.warning("could not build the knowledge sections: %s", exc)
+        return []
+
+
+def _restore(path: Path, mode_id: str, answer: str) -> StartPoint:
+    state = load_wait_state(path)
+    extra = state.model_extra or {}
+    return StartPoint(
+        mode=mode_id, iteration=max(1, state.context.iteration), session_id=state.session_id,
+        resume_answer=answer, modes_used=list(state.modes_used), cost_so_far=state.cost_usd,
+        usage_limit_hits=int(extra.get("usageLimitHits", 0)),
+    )
+
+
+def _report(settings: Settings, store: Store, task: Task, result: TaskResult,
+            source: TaskSource | None, wait_path: Path | None) -> None:
+    if source is not None:
+        try:
+            source.report(task, result)
+        except Exception as exc:  # the outcome is in SQLite; a report can be retried
+            log.warning("could not report %s to %s: %s", task.id, task.source, exc)
+            result.reason_codes.append("REPORT_FAILED")
+        if wait_path is None:
+            source.release(task, result)
+    if wait_path is not None:
+        store.release_claim(task.id, result.outcome.value)
+        # Remove the old wait state only once the resumed run has ended, and not when the
+        # task waits again (its new state was written to the same file).
+        if result.outcome is not Outcome.STOPPED and result.wait_state != wait_path:
+            wait_path.unlink(missing_ok=True)

@@ -1,0 +1,15 @@
+"""Settings of wait states (section `[waits]`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class WaitSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # ../shared/REFERENCE.md: expire after 7 days by default, at most 30.
+    expiry_days: float = Field(7.0, gt=0, le=30)
+    recheck_interval_s: float = Field(300.0, ge=0)
+    approvers: list[str] = Field(default_factory=list)
+    usage_limit_margin_s: float = Field(120.0, ge=0)

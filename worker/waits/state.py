@@ -1,0 +1,107 @@
+"""The wait-state file: the specification's format plus worker's own fields.
+
+    {"taskId", "timestamp", "reason", "waitFor", "resumeWhen",
+     "context": {"mode", "model", "iteration", "outputSnippet"}}
+
+Files written by the specification's own tool load unchanged (our fields all have defaults);
+unknown keys are kept. Writes are atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from worker.errors import MalformedInput
+from worker.fsutil import atomic_write_text
+
+SCHEMA_VERSION = 1
+CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
+
+
+class WaitContext(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    mode: str
+    model: str
+    iteration: int = Field(ge=0)
+    output_snippet: str = Field("", alias="outputSnippet")
+
+
+class WaitState(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    task_id: str = Field(alias="taskId", min_length=1)
+    timestamp: datetime
+    reason: str = ""
+    wait_for: str = Field("", alias="waitFor")
+    resume_when: str = Field(alias="resumeWhen")
+    context: WaitContext
+    # worker's own fields
+    schema_version: int = Field(SCHEMA_VERSION, alias="schemaVersion")
+    source: str | None = None
+    source_ref: dict[str, Any] = Field(default_factory=dict, alias="sourceRef")
+    task_title: str = Field("", alias="taskTitle")
+    task_body: str = Field("", alias="taskBody")
+    session_id: str | None = Field(None, alias="sessionId")
+    resume_brief: str = Field("", alias="resumeBrief")
+    last_active_at: datetime | None = Field(None, alias="lastActiveAt")
+    expires_at: datetime | None = Field(None, alias="expiresAt")
+    approvers: list[str] = Field(default_factory=list)
+    resume_at: datetime | None = Field(None, alias="resumeAt")  # for `time` waits
+    modes_used: list[str] = Field(default_factory=list, alias="modesUsed")
+    cost_usd: float = Field(0.0, alias="costUsd")
+
+    @property
+    def condition(self) -> str:
+        """The condition's kind: `time:2026-...` and `time` are both `time`."""
+        return self.resume_when.split(":", 1)[0].strip().lower()
+
+    def dump(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True, exclude_none=True),
+                          indent=2) + "\n"
+
+
+def file_name(task_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") + ".json"
+
+
+def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) -> Path:
+    now = datetime.now(UTC)
+    if state.last_active_at is None:
+        state.last_active_at = now
+    if state.expires_at is None:
+        state.expires_at = state.timestamp + timedelta(days=expiry_days)
+    if not state.resume_brief:
+        state.resume_brief = (
+            f"{state.context.mode} iteration {state.context.iteration} of {state.task_id}: "
+            f"waiting for {state.wait_for or state.resume_when}"
+        )[:300]
+    WaitState.model_validate(json.loads(state.dump()))  # validate what we write
+    path = folder / file_name(state.task_id)
+    atomic_write_text(path, state.dump())
+    return path
+
+
+def load_wait_state(path: Path) -> WaitState:
+    try:
+        return WaitState.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise MalformedInput(f"{path.name}: cannot read: {exc.strerror}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'file'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        )
+        raise MalformedInput(f"{path.name}: not a wait state: {problems}") from exc
+
+
+def wait_state_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))

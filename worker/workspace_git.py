@@ -1,0 +1,85 @@
+"""Git helpers for the workspace: progress between iterations and task worktrees.
+
+GitPython is imported lazily (it is heavy, and `worker --help` must stay fast).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from worker.proc import run_process
+
+log = logging.getLogger(__name__)
+
+# Commits made by worker say so, whatever the machine's git identity is.
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "worker", "GIT_AUTHOR_EMAIL": "worker@localhost",
+    "GIT_COMMITTER_NAME": "worker", "GIT_COMMITTER_EMAIL": "worker@localhost",
+}
+
+
+def changed_files(cwd: Path) -> list[str]:
+    """Files changed in the work tree (staged, unstaged, untracked); [] outside git."""
+    if not (cwd / ".git").exists():
+        return []
+    proc = run_process(["git", "status", "--porcelain"], cwd=cwd, timeout_s=30)
+    if proc.exit_code != 0:
+        return []
+    return sorted(line[3:] for line in proc.stdout.splitlines() if len(line) > 3)
+
+
+def branch_name(task_id: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.") or "task"
+    return f"worker/{slug}"
+
+
+def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path, str]:
+    """A worktree for the task on branch `worker/<task-id>` (reused when it exists)."""
+    from git import Repo
+    from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+
+    from worker.errors import UsageError
+
+    try:
+        repo = Repo(repo_dir)
+    except (InvalidGitRepositoryError, NoSuchPathError) as exc:
+        raise UsageError(f"--use-worktree needs a git repository; {repo_dir} is not one") from exc
+    branch = branch_name(task_id)
+    path = worktrees / branch.split("/", 1)[1]
+    worktrees.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.exists():
+            repo.git.worktree("remove", "--force", str(path))
+        if branch in [head.name for head in repo.heads]:
+            repo.git.worktree("add", str(path), branch)
+        else:
+            repo.git.worktree("add", "-b", branch, str(path))
+    except GitCommandError as exc:
+        raise UsageError(f"cannot create a worktree for {task_id}: {exc.stderr.strip()}") from exc
+    return path, branch
+
+
+def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
+    """Commit what the agent left in the worktree, then remove the worktree; the branch stays.
+    Returns True when a commit was made."""
+    from git import Repo
+    from git.exc import GitCommandError
+
+    committed = False
+    try:
+        tree = Repo(path)
+        if tree.is_dirty(untracked_files=True):
+            tree.git.add("-A")
+            with tree.git.custom_environment(**_IDENTITY):
+                tree.git.commit("-m", message, "--no-verify")
+            committed = True
+    except GitCommandError as exc:
+        log.warning("could not commit the work in %s: %s", path, exc)
+        return False  # keep the worktree: it holds unreported work
+    try:
+        Repo(repo_dir).git.worktree("remove", "--force", str(path))
+    except GitCommandError as exc:
+        log.warning("could not remove worktree %s: %s", path, exc)
+    return committed
