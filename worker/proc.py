@@ -141,6 +141,10 @@ def run_process(
     # A child that kept our pipes open must not outlive its leader.
     kill_group(proc, force=True)
     err_reader.join(timeout=1.0)
+    for stream in (proc.stdout, proc.stderr, proc.stdin):
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
     return ProcResult(
         argv=argv,
         exit_code=exit_code,

@@ -126,7 +126,9 @@ def _snapshot(settings: Settings, sources: list[TaskSource], store: Store | None
     notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
     snap = Snapshot(listings=tuple(listings), ready_waits=() if forced else tuple(scan.ready),
                     pending_waits=scan.pending, forced=forced, notes=notes)
-    return snap, listings
+    from worker.kernel.observe import observe  # orders, paused flows, stale leftovers, replies
+
+    return observe(settings, store, snap, dry_run=dry_run), listings
 
 
 def _safe_list(source: TaskSource) -> Listing:
@@ -199,7 +201,8 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     t0 = time.monotonic()
     run_id = store.start_run(settings.machine_id, os.getpid())
     last_run = store.get(LAST_RUN_KEY)
-    sources = build_sources(settings, store, fallback_last_run=float(last_run) if last_run else None)
+    sources = build_sources(settings, store, fallback_last_run=float(last_run) if last_run else None,
+                            open_pr=options.open_pr)
     by_name = {source.name: source for source in sources}
     recovered = []
     for source in sources:
@@ -223,6 +226,9 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             break
         excluded.add(decision.task.id)
+    from worker.kernel.effects import apply as apply_kernel
+
+    applied = apply_kernel(settings, store, by_name, decision, snap.controls, run_id)
     mode_id, mode_reason = (None, None)
     if decision.task is not None:
         mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
@@ -233,7 +239,8 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         candidates=decision.candidates, latency_ms=(time.monotonic() - t0) * 1000, error=error,
         detail={"skipped": [s.__dict__ for l in snap.listings for s in l.skipped][:50],
                 "errors": [e for l in snap.listings for e in l.errors][:20],
-                "recovered": recovered, "excluded": sorted(excluded)},
+                "recovered": recovered, "excluded": sorted(excluded),
+                "kernel": {**decision.event(), "applied": applied}},
     )
     report = RunReport(Outcome.IDLE, run_id=run_id, reason_codes=list(decision.reason_codes),
                        candidates=decision.candidates, mode_reason=mode_reason)

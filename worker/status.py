@@ -35,7 +35,7 @@ _BLOCK = re.compile(
     r"^[ \t>*`]*=== ?AGENT STATUS ?===[ \t*`]*$(?P<body>.*?)^[ \t>*`]*={3,}[ \t*`]*$",
     re.MULTILINE | re.DOTALL,
 )
-_FIELD = re.compile(r"^[ \t>*`-]*(?P<key>[A-Z_]+)[ \t*]*:[ \t]*(?P<value>.*?)[ \t*`]*$")
+_FIELD = re.compile(r"^[ \t>*`-]*(?P<key>[A-Z_]+)[ \t*]*:[ \t*]*(?P<value>.*?)[ \t*`]*$")
 _FIELDS = {"STATUS", "REASON", "ESCALATE_TO", "WAIT_FOR", "RESUME_WHEN"}
 
 

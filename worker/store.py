@@ -143,9 +143,12 @@ class Store:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        # A migration using executescript() has committed already (sqlite3 does that).
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
 
     # -- runs -------------------------------------------------------------------------------
     def start_run(self, machine_id: str, pid: int) -> int:

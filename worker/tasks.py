@@ -51,8 +51,12 @@ def execute(settings: Settings, options: RunOptions, modes: ModeSet, store: Stor
     )
     if options.progress is not None:
         ctx.progress = options.progress
+    from worker.kernel.watcher import StopWatcher  # obeys stop/pause orders while it runs
+
+    watcher = StopWatcher(settings, task, stop)
     try:
-        result = _run(ctx, task, start)
+        with watcher:
+            result = _run(ctx, task, start)
     except BaseException:
         # Keep the claim and any wait state: the lease brings the task back if we die here.
         log.exception("task %s crashed", task.id)
@@ -62,6 +66,7 @@ def execute(settings: Settings, options: RunOptions, modes: ModeSet, store: Stor
             from worker.workspace_git import finish_worktree
 
             finish_worktree(settings.workspace, cwd, f"worker: {task.id} ({task.title[:60]})")
+    result = watcher.settle(result, mode_id)
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)
     try:

@@ -1,9 +1,61 @@
-"""`worker cancel` (to be built)."""
+"""`worker cancel TASK`: an order to stop (or pause, or resume) a task, wherever it is."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from worker import ui
+from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+
+
+def cancel(
+    task: Annotated[
+        str, typer.Argument(help="The task id (e.g. msg-123, owner/name#12), or * for every task.")
+    ],
+    pause: Annotated[
+        bool,
+        typer.Option(
+            "--pause",
+            help="Pause instead of cancelling: the task is kept and resumes on `--resume`.",
+        ),
+    ] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Resume a paused task.")] = False,
+    reason: Annotated[str, typer.Option("--reason", help="Why (told to the task's source).")] = "",
+    workspace: WorkspaceOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel a task: a running one is stopped within seconds (its work kept), a waiting one
+    cancelled, a queued one dropped; its source is told."""
+    from worker.errors import UsageError
+    from worker.kernel.control import write_order
+    from worker.kernel.model import Order
+
+    if pause and resume:
+        raise UsageError("--pause and --resume cannot be used together")
+    order = Order.PAUSE if pause else Order.RESUME if resume else Order.CANCEL
+    written = write_order(settings_for(workspace), task, order, reason)
+    ui.emit(
+        {
+            "order": written.id,
+            "action": order.value,
+            "task": task,
+            "reason": reason,
+            "file": str(written.ref),
+        },
+        as_json,
+        _render,
+    )
+
+
+def _render(data: dict[str, Any]) -> None:
+    ui.line(
+        f"{data['action']} order {data['order']} for {data['task']} written; a running "
+        "worker obeys it within seconds, otherwise the next run does."
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    app.command("cancel")(cancel)

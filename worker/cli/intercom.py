@@ -1,9 +1,33 @@
-"""`worker intercom` (to be built)."""
+"""`worker intercom send TASK TEXT`: a local message for a task."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from worker import ui
+from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+app = typer.Typer(
+    help="Local messages for tasks (the `intercom_message` condition).", no_args_is_help=True
+)
+
+
+@app.command("send")
+def send(
+    task: Annotated[str, typer.Argument(help="The task id or its wait-state file name.")],
+    text: Annotated[str, typer.Argument(help="The message, handed to the agent as data.")],
+    workspace: WorkspaceOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Leave a message for a task; a task waiting for `intercom_message` resumes with it."""
+    from worker.waits.service import note
+
+    data = note(settings_for(workspace), task, "message", text)
+    ui.emit(data, as_json, lambda d: ui.line(f"message for {d['task_id']} written: {d['note']}"))
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="intercom")

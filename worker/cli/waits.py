@@ -1,9 +1,161 @@
-"""`worker waits` (to be built)."""
+"""`worker waits list|show|approve|reject|cancel|prune`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from worker import ui
+from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+if TYPE_CHECKING:
+    from worker.waits.intercom import Kind
+
+app = typer.Typer(
+    help="Tasks waiting for an approval, a reply, a decision or a moment.", no_args_is_help=True
+)
+
+IdArg = Annotated[
+    str,
+    typer.Argument(help="The task id (e.g. msg-123, owner/name#12) or the wait-state file name."),
+]
+NoteOpt = Annotated[str, typer.Option("--note", help="Text handed to the agent.")]
+ByOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--by",
+        help="Approve in this person's name (must be an allowed approver when the wait names any).",
+    ),
+]
+
+
+@app.command("list")
+def list_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """List the waiting tasks, oldest first: what each waits for, since when, until when."""
+    from worker.waits.service import list_waits
+
+    data = list_waits(settings_for(workspace))
+    ui.emit(data, as_json, _render_list)
+
+
+def _render_list(data: dict[str, Any]) -> None:
+    if not data["waits"]:
+        ui.line("no task is waiting")
+    else:
+        ui.table(
+            data["waits"],
+            ["task_id", "resume_when", "wait_for", "since", "expires_at", "ready", "last_checked"],
+        )
+    if data["quarantined"]:
+        ui.warn(f"{data['quarantined']} unreadable wait-state file(s) in wait_states/rejected/")
+
+
+@app.command("show")
+def show_command(
+    ident: IdArg, workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False
+) -> None:
+    """Show one wait: its file, its intercom notes and its log of reason codes."""
+    from worker.waits.service import show
+
+    ui.emit(show(settings_for(workspace), ident), as_json, _render_show)
+
+
+def _render_show(data: dict[str, Any]) -> None:
+    for key in (
+        "task_id",
+        "file",
+        "source",
+        "resume_when",
+        "wait_for",
+        "reason",
+        "since",
+        "expires_at",
+        "resume_at",
+        "mode",
+        "iteration",
+        "resume_brief",
+        "ready",
+        "last_checked",
+    ):
+        if data.get(key) not in (None, ""):
+            ui.line(f"{key}: {data[key]}")
+    for note in data["notes"]:
+        ui.line(
+            f"note {note['file']}: {note['kind']} by {note.get('by') or 'local user'}: "
+            f"{note['text'][:200]}"
+        )
+    for event in data["log"][:20]:
+        ui.line(f"log: {event['code']} {event['detail']}")
+
+
+def _decide(
+    ident: str, workspace: Path, kind: Kind, note: str, by: str | None, as_json: bool
+) -> None:
+    from worker.waits.service import note as write_note
+
+    data = write_note(settings_for(workspace), ident, kind, note, by)
+    ui.emit(
+        data,
+        as_json,
+        lambda d: ui.line(f"{d['kind']} of {d['task_id']} noted; the next `worker run` resumes it"),
+    )
+
+
+@app.command("approve")
+def approve_command(
+    ident: IdArg,
+    workspace: WorkspaceOpt = Path("."),
+    note: NoteOpt = "",
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve a task waiting for `user_approval` (through the local intercom)."""
+    _decide(ident, workspace, "approval", note, by, as_json)
+
+
+@app.command("reject")
+def reject_command(
+    ident: IdArg,
+    workspace: WorkspaceOpt = Path("."),
+    note: NoteOpt = "",
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject: the task resumes, told not to do what it asked approval for."""
+    _decide(ident, workspace, "rejection", note, by, as_json)
+
+
+@app.command("cancel")
+def cancel_command(
+    ident: IdArg,
+    workspace: WorkspaceOpt = Path("."),
+    reason: Annotated[str, typer.Option("--reason", help="Why (reported to the source).")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """End a wait now as cancelled; the outcome is reported to the task's source."""
+    from worker.waits.service import cancel
+
+    data = cancel(settings_for(workspace), ident, reason)
+    ui.emit(data, as_json, lambda d: ui.line(f"cancelled {d['task_id']}: {d['reason']}"))
+
+
+@app.command("prune")
+def prune_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """Expire the waits past their expiry now and drop old intercom folders."""
+    from worker.waits.service import prune
+
+    data = prune(settings_for(workspace))
+    ui.emit(
+        data,
+        as_json,
+        lambda d: ui.line(
+            f"expired {len(d['expired'])}, quarantined {d['quarantined']}, removed "
+            f"{len(d['intercom_removed'])} intercom folder(s); {d['waiting']} still waiting"
+        ),
+    )
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="waits")

@@ -3,9 +3,10 @@
 The contract is small on purpose, because a candidate revision's `serve` must speak it to the
 supervisor of the good revision: three `kv` rows holding JSON, and one file.
 
-- `serve.ready`: written once the loop has started; `token` echoes WORKER_SERVE_TOKEN, the value
-  the supervisor put in the child's environment, so a wrapper process (uv run, a shell) or a
-  stale row from the previous child cannot be mistaken for this child's readiness.
+- `serve.ready`: written once the loop has started; `token` echoes SUPERVISED_WORKER_TOKEN, the
+  value the supervisor put in the child's environment, so a wrapper process (uv run, a shell)
+  or a stale row from the previous child cannot be mistaken for this child's readiness.
+  (Not WORKER_*: config.py reads every WORKER_* variable as a setting.)
 - `serve.heartbeat`: refreshed every `heartbeat_s` by a thread, also during a long agent run.
 - `serve.stopped`: written on a clean stop.
 - `<state>/daemon/serve.ready`: the same readiness as a file, for systemd/monitoring scripts.
@@ -29,8 +30,8 @@ from worker.store import Store
 READY_KEY = "serve.ready"
 HEARTBEAT_KEY = "serve.heartbeat"
 STOPPED_KEY = "serve.stopped"
-TOKEN_ENV = "WORKER_SERVE_TOKEN"
-REVISION_ENV = "WORKER_SERVE_REVISION"
+TOKEN_ENV = "SUPERVISED_WORKER_TOKEN"
+REVISION_ENV = "SUPERVISED_WORKER_REVISION"
 
 
 def ready_file(state_dir: Path) -> Path:

@@ -47,8 +47,6 @@ class InboxWatch:
     def _list(self) -> set[str]:
         try:
             with os.scandir(self.folder) as entries:
-                return {
-                    e.name for e in entries if not e.name.startswith(".") and e.is_file()
-                }
+                return {e.name for e in entries if not e.name.startswith(".") and e.is_file()}
         except OSError:
             return set()

@@ -1,9 +1,9 @@
 """`worker serve`: the batch cycle in a loop, one run at a time, with health signals.
 
 Each cycle calls `worker.runner.run_once` (the same lock and decisions as `worker run`), then
-sleeps for `interval_s` or until a new file lands in the inbox. SIGTERM/SIGINT end the loop: the
-signal handler only writes a byte to a pipe (no locks taken inside a handler), and a watcher
-thread asks the runner to stop the agent, keep its work and release the task.
+sleeps for `interval_s` or until a new file lands in the inbox. SIGTERM/SIGINT end the loop and
+ask the runner (`worker.runner.request_stop`) to stop the agent, keep its work and release the
+task; see signals.py for why this happens on a watcher thread.
 
 Unexpected exceptions are not caught: a crash is what lets `worker supervise` restart this
 process and roll back a broken revision.
@@ -11,19 +11,17 @@ process and roll back a broken revision.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from worker.config import Settings
 from worker.daemon import health
 from worker.daemon.inbox_watch import InboxWatch
+from worker.daemon.signals import stop_signals
 from worker.errors import ConfigError, ExitCode, LockHeld, WorkerError
 from worker.store import Store
 
@@ -88,7 +86,7 @@ class Server:
 
     # -- stopping -----------------------------------------------------------------------------
     def stop(self, reason: str) -> None:
-        """Thread-safe; not for signal handlers (use `signals()`). Asks a running agent to stop."""
+        """Thread-safe, not for signal handlers (see signals.py). Asks a running agent to stop."""
         if self._stopping.is_set():
             return
         self._stop_reason = reason
@@ -96,36 +94,6 @@ class Server:
         if self._phase == "running" and self._request_stop is not None:
             log.info("asking the running task to stop (%s)", reason)
             self._request_stop(reason)
-
-    @contextlib.contextmanager
-    def signals(self) -> Iterator[None]:
-        """SIGTERM/SIGINT stop the loop while inside; the previous handlers come back after."""
-        read_fd, write_fd = os.pipe()
-        names = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}
-
-        def handler(signum: int, frame: object) -> None:
-            with contextlib.suppress(OSError):
-                os.write(write_fd, bytes([signum]))
-
-        def watch() -> None:
-            while True:
-                data = os.read(read_fd, 1)
-                if not data or data == b"\0":
-                    return
-                self.stop(names.get(signal.Signals(data[0]), f"signal {data[0]}"))
-
-        previous = {sig: signal.signal(sig, handler) for sig in names}
-        watcher = threading.Thread(target=watch, name="serve-signals", daemon=True)
-        watcher.start()
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
-            os.write(write_fd, b"\0")
-            watcher.join(timeout=5.0)
-            os.close(write_fd)
-            os.close(read_fd)
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> ServeReport:
@@ -135,7 +103,8 @@ class Server:
             lambda: Store(self.settings.db_path), self.d.heartbeat_s, lambda: self._phase
         )
         watch = InboxWatch(self.settings.inbox)
-        cycles, exit_code, last = 0, int(ExitCode.OK), []
+        cycles, exit_code = 0, int(ExitCode.OK)
+        last: list[Cycle] = []
         try:
             health.mark_ready(store, state)
             beat.start()
@@ -196,7 +165,5 @@ class Server:
 def serve(settings: Settings, **kwargs: Any) -> ServeReport:
     """Run `worker serve` until a signal, a configuration error or `max_cycles`."""
     server = Server(settings, **kwargs)
-    if threading.current_thread() is not threading.main_thread():
-        return server.run()  # signal handlers can only be set from the main thread
-    with server.signals():
+    with stop_signals(server.stop):
         return server.run()

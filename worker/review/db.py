@@ -167,7 +167,8 @@ def record_run(store: Store, **fields: Any) -> int:
 
 
 def recent_runs(store: Store, reviewer: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
-    query, args = "SELECT * FROM review_runs", ()  # type: tuple[str, tuple[Any, ...]]
+    query = "SELECT * FROM review_runs"
+    args: tuple[Any, ...] = ()
     if reviewer is not None:
         query, args = query + " WHERE reviewer = ?", (reviewer,)
     rows = store.db.execute(query + " ORDER BY id DESC LIMIT ?", (*args, limit))
@@ -235,7 +236,8 @@ def add_use(store: Store, path: str, task_id: str) -> int:
     with store.transaction() as db:
         db.execute(
             "INSERT INTO knowledge_uses(path, ok_uses, last_task) VALUES (?, 1, ?)"
-            " ON CONFLICT(path) DO UPDATE SET ok_uses = ok_uses + 1, last_task = excluded.last_task",
+            " ON CONFLICT(path) DO UPDATE SET ok_uses = ok_uses + 1,"
+            " last_task = excluded.last_task",
             (path, task_id),
         )
         return int(

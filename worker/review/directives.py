@@ -24,7 +24,8 @@ TASK_FATES = ("addressed", "explained", "escalated")
 FATES = (*TASK_FATES, "aged_out", "dropped")
 # The line a task writes for each directive it dealt with: "DIRECTIVE D12: addressed - ...".
 _FATE_LINE = re.compile(
-    r"(?im)^[ \t>*`-]*DIRECTIVE[ \t]+D(?P<id>\d+)[ \t*`]*:[ \t*`]*(?P<fate>addressed|explained|escalated)\b"
+    r"(?im)^[ \t>*`-]*DIRECTIVE[ \t]+D(?P<id>\d+)[ \t*`]*:[ \t*`]*"
+    r"(?P<fate>addressed|explained|escalated)\b"
 )
 
 
@@ -53,20 +54,35 @@ class Directive:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": f"D{self.id}", "type": self.type, "source": self.source,
-            "priority": self.priority, "description": self.description,
-            "rationale": self.rationale, "files": self.files, "state": self.state,
-            "created_seq": self.created_seq, "fate_task": self.fate_task,
+            "id": f"D{self.id}",
+            "type": self.type,
+            "source": self.source,
+            "priority": self.priority,
+            "description": self.description,
+            "rationale": self.rationale,
+            "files": self.files,
+            "state": self.state,
+            "created_seq": self.created_seq,
+            "fate_task": self.fate_task,
             "fate_note": self.fate_note,
         }
 
 
 def _row(row: Any) -> Directive:
     return Directive(
-        id=row["id"], type=row["type"], source=row["source"], description=row["description"],
-        rationale=row["rationale"], priority=row["priority"], files=json.loads(row["files"]),
-        state=row["state"], created_seq=row["created_seq"], created_at=row["created_at"],
-        fate_task=row["fate_task"], fate_note=row["fate_note"], fate_seq=row["fate_seq"],
+        id=row["id"],
+        type=row["type"],
+        source=row["source"],
+        description=row["description"],
+        rationale=row["rationale"],
+        priority=row["priority"],
+        files=json.loads(row["files"]),
+        state=row["state"],
+        created_seq=row["created_seq"],
+        created_at=row["created_at"],
+        fate_task=row["fate_task"],
+        fate_note=row["fate_note"],
+        fate_seq=row["fate_seq"],
     )
 
 
@@ -95,8 +111,16 @@ def _same(a: str, b: str) -> bool:
 
 
 def add(
-    store: Store, *, type: str, source: str, description: str, rationale: str = "",
-    priority: str = "normal", files: list[str] | None = None, seq: int, cleanup_cap: int,
+    store: Store,
+    *,
+    type: str,
+    source: str,
+    description: str,
+    rationale: str = "",
+    priority: str = "normal",
+    files: list[str] | None = None,
+    seq: int,
+    cleanup_cap: int,
     run_id: int | None = None,
 ) -> int | None:
     """Queue a directive; None when the same one is already pending. Past the cleanup cap
@@ -108,14 +132,27 @@ def add(
         cur = conn.execute(
             "INSERT INTO directives(created_at, created_seq, type, source, description,"
             " rationale, priority, files, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), seq, type, source, description, rationale, priority,
-             json.dumps(files or []), run_id),
+            (
+                time.time(),
+                seq,
+                type,
+                source,
+                description,
+                rationale,
+                priority,
+                json.dumps(files or []),
+                run_id,
+            ),
         )
         new_id = int(cur.lastrowid or 0)
         if type == "cleanup":
-            ids = [row[0] for row in conn.execute(
-                "SELECT id FROM directives WHERE state = 'pending' AND type = 'cleanup'"
-                " ORDER BY id")]
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM directives WHERE state = 'pending' AND type = 'cleanup'"
+                    " ORDER BY id"
+                )
+            ]
             for old in ids[: max(0, len(ids) - cleanup_cap)]:
                 _set_fate(conn, old, "dropped", seq, None, f"cleanup cap ({cleanup_cap}) reached")
                 log.info("directive D%s dropped: cleanup cap %s", old, cleanup_cap)
@@ -142,12 +179,17 @@ def drop(store: Store, directive_id: int, note: str = "dropped by the user") -> 
 def age_out(store: Store, seq: int, max_age: int) -> list[int]:
     """Pending directives not picked up in `max_age` finished tasks age out."""
     with store.transaction() as conn:
-        ids = [row[0] for row in conn.execute(
-            "SELECT id FROM directives WHERE state = 'pending' AND ? - created_seq >= ?",
-            (seq, max_age))]
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT id FROM directives WHERE state = 'pending' AND ? - created_seq >= ?",
+                (seq, max_age),
+            )
+        ]
         for directive_id in ids:
-            _set_fate(conn, directive_id, "aged_out", seq, None,
-                      f"not picked up in {max_age} tasks")
+            _set_fate(
+                conn, directive_id, "aged_out", seq, None, f"not picked up in {max_age} tasks"
+            )
     return ids
 
 
@@ -200,7 +242,9 @@ def render_section(directives: list[Directive]) -> str:
             continue
         parts += ["", f"### {title}"]
         for d in members:
-            line = f"- D{d.id} [{d.priority} {d.type}, from the {d.source} reviewer] {d.description}"
+            line = (
+                f"- D{d.id} [{d.priority} {d.type}, from the {d.source} reviewer] {d.description}"
+            )
             if d.rationale:
                 line += f"\n  Why: {d.rationale}"
             if d.files:

@@ -14,7 +14,8 @@ REVIEWER_WRITERS = ("style reviewer", "design reviewer", "knowledge reviewer")
 INDEX_NAME = "_index.md"
 
 _WRITER = re.compile(
-    r"(?im)^_Last updated by:\s*(?P<writer>[^,\n]+?)\s*(?:,\s*(?:after\s+)?task[ _:]?(?P<task>[^\n]+?))?_\s*$"
+    r"(?im)^_Last updated by:\s*(?P<writer>[^,\n]+?)\s*"
+    r"(?:,\s*(?:after\s+)?task[ _:]?(?P<task>[^\n]+?))?_\s*$"
 )
 _STATUS = re.compile(r"(?im)^_Status:\s*(?P<status>[a-z]+)\s*_\s*$")
 _SECTION = re.compile(r"(?m)^##\s+(?P<name>.+?)\s*$")
@@ -121,7 +122,8 @@ def for_prompt(doc: Doc, compact: bool = False) -> str:
 
 def _without_title(text: str) -> str:
     lines = [
-        line for line in text.splitlines()
+        line
+        for line in text.splitlines()
         if not line.startswith("# ") and not _WRITER.match(line) and not _STATUS.match(line)
     ]
     return "\n".join(lines)

@@ -53,7 +53,9 @@ class KnowledgeStore:
             if rel == INDEX_NAME or any(part.startswith(".") for part in rel.split("/")):
                 continue
             try:
-                found.append(docs.parse(rel, path.read_text(encoding="utf-8"), path.stat().st_mtime))
+                found.append(
+                    docs.parse(rel, path.read_text(encoding="utf-8"), path.stat().st_mtime)
+                )
             except (OSError, UnicodeDecodeError) as exc:
                 log.warning("knowledge: cannot read %s: %s", path, exc)
         return found
@@ -73,17 +75,27 @@ class KnowledgeStore:
         """Write a reviewer's doc; None (with a warning) outside its folders or over a user doc."""
         folder = out.path.split("/", 1)[0]
         if folder not in OWNERS[reviewer]:
-            log.warning("%s reviewer may not write %s (it owns %s): skipped",
-                        reviewer, out.path, ", ".join(OWNERS[reviewer]))
+            log.warning(
+                "%s reviewer may not write %s (it owns %s): skipped",
+                reviewer,
+                out.path,
+                ", ".join(OWNERS[reviewer]),
+            )
             return None
         existing = self.doc(out.path)
         if existing is not None and existing.user_written:
-            log.warning("%s reviewer may not overwrite %s, which a user wrote: skipped",
-                        reviewer, out.path)
+            log.warning(
+                "%s reviewer may not overwrite %s, which a user wrote: skipped", reviewer, out.path
+            )
             return None
         doc = Doc(
-            path=out.path, title=out.title, status=out.status, writer=f"{reviewer} reviewer",
-            after_task=task_id, rules=list(out.rules), examples=out.examples,
+            path=out.path,
+            title=out.title,
+            status=out.status,
+            writer=f"{reviewer} reviewer",
+            after_task=task_id,
+            rules=list(out.rules),
+            examples=out.examples,
             rationale=out.rationale,
         )
         atomic_write_text(self.root / out.path, docs.render(doc))
@@ -100,8 +112,9 @@ class KnowledgeStore:
         for rel, group in groups.items():
             existing = self.doc(rel)
             if existing is not None and existing.user_written:
-                log.warning("knowledge reviewer may not overwrite %s, which a user wrote: skipped",
-                            rel)
+                log.warning(
+                    "knowledge reviewer may not overwrite %s, which a user wrote: skipped", rel
+                )
                 continue
             rules = list(existing.rules) if existing else []
             for item in group:
@@ -110,8 +123,11 @@ class KnowledgeStore:
                 rules.append(f"{item.content} {note}")
             stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
             doc = Doc(
-                path=rel, title=existing.title if existing else stem.replace("_", " ").title(),
-                status="provisional", writer="knowledge reviewer", after_task=task_id,
+                path=rel,
+                title=existing.title if existing else stem.replace("_", " ").title(),
+                status="provisional",
+                writer="knowledge reviewer",
+                after_task=task_id,
                 rules=rules[-MAX_ITEMS_PER_DOC:],
             )
             atomic_write_text(self.root / rel, docs.render(doc))

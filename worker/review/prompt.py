@@ -11,11 +11,12 @@ from worker.models import Task
 from worker.review.docs import Doc, for_prompt
 
 _WORD = re.compile(r"[a-z][a-z0-9_]{3,}")
-_STOP = frozenset(
+_STOP_WORDS = (
     "this that with from have will should would could into when what which there their them"
     " then than also only some more most make made been being each other about after before"
-    " file files code task tasks use used using does done".split()
+    " file files code task tasks use used using does done"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 RECENT_LESSONS = 5  # newest items of each lessons doc
 
 
@@ -50,12 +51,11 @@ def candidates(all_docs: list[Doc], task: Task) -> list[Doc]:
     task_words = words(f"{task.title} {task.body} {' '.join(task.labels)}")
     scored = [
         (relevance(doc, task_words), doc)
-        for doc in active if doc.folder in ("design", "domain", "other")
+        for doc in active
+        if doc.folder in ("design", "domain", "other")
     ]
     relevant = [doc for score, doc in sorted(scored, key=lambda s: (-s[0], s[1].path)) if score]
-    lessons = sorted(
-        (doc for doc in active if doc.folder == "lessons"), key=lambda d: -d.mtime
-    )
+    lessons = sorted((doc for doc in active if doc.folder == "lessons"), key=lambda d: -d.mtime)
     recent = [
         replace(doc, rules=doc.rules[::-1][:RECENT_LESSONS]) if doc.rules else doc
         for doc in lessons

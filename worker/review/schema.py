@@ -126,7 +126,9 @@ def parse_answer(reviewer: str, text: str) -> Answer:
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
             for err in exc.errors()[:5]
         )
-        raise MalformedInput(f"{reviewer} reviewer: answer does not fit the schema: {problems}") from exc
+        raise MalformedInput(
+            f"{reviewer} reviewer: answer does not fit the schema: {problems}"
+        ) from exc
 
 
 def findings_of(answer: Answer) -> list[str]:

@@ -1,18 +1,66 @@
-"""Settings of the GitHub task source (section `[github]`)."""
+"""Settings of the GitHub task source (section `[github]`).
+
+The token is never a setting: it is read from `WORKER_GITHUB_TOKEN` or `GITHUB_TOKEN` where it
+is used (worker/sources/github_client.py), so it cannot end up in a config dump.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 class GitHubSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repos: list[str] = Field(default_factory=list)  # "owner/name"; empty = source off
-    label: str = "roo-schedulable"
+    label: str = Field("roo-schedulable", min_length=1)  # the label that makes an issue a task
+    # The `Agent:` field of the issue body must name one of these (case-insensitive).
     agent_identity: list[str] = Field(default_factory=lambda: ["Claude Code", "Both", "Any"])
-    base_url: str = "https://api.github.com"
+    # Without an `Agent:` field an issue is taken (as `Any`) unless this is true.
+    require_agent_field: bool = False
+    base_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3
     in_progress_label: str = "worker:in-progress"
+    done_label: str = "worker:done"
+    failed_label: str = "worker:failed"
+    waiting_label: str = "worker:waiting"
+    # Logins trusted to start work even without write access to the repository.
     trusted_users: list[str] = Field(default_factory=list)
-    claim_ttl_s: int = Field(4 * 3600, gt=0)
+    claim_ttl_s: int = Field(4 * 3600, gt=0)  # a claim not renewed for this long has expired
+    assign: bool = True  # assign the token's user when claiming (ignored where not allowed)
     open_pr: bool = False
+    push: bool = True  # push the task branch on success (with --use-worktree)
+    pr_base: str | None = None  # None = the repository's default branch
+    remote: str = "origin"
+    # API behaviour
+    request_timeout_s: int = Field(15, ge=1)  # seconds (an int for PyGithub); its default
+    retries: int = Field(3, ge=0, le=10)
+    backoff_s: float = Field(1.0, ge=0)  # first retry delay; doubles, capped at 30 s
+    max_retry_after_s: float = Field(120.0, ge=0)  # a longer Retry-After is an error, not a wait
+    rate_limit_floor: int = Field(100, ge=0)  # below this many requests left, stop polling
+    # PyGithub's politeness delays (secondary rate limits); 0 in tests.
+    seconds_between_requests: float = Field(0.25, ge=0)
+    seconds_between_writes: float = Field(1.0, ge=0)
+    max_issues: int = Field(100, gt=0, le=1000)  # issues read per repository and run
+
+    @field_validator("repos")
+    @classmethod
+    def _repo_names(cls, value: list[str]) -> list[str]:
+        for repo in value:
+            if not _REPO.match(repo):
+                raise ValueError(f"{repo!r} is not of the form owner/name")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("must start with https:// (or http:// for a local server)")
+        return value.rstrip("/")
+
+    @property
+    def end_labels(self) -> tuple[str, str, str]:
+        return (self.done_label, self.failed_label, self.waiting_label)

@@ -11,12 +11,12 @@ from worker.store import Store
 
 def build_sources(
     settings: Settings, store: Store | None, *, dry_run: bool = False,
-    fallback_last_run: float | None = None,
+    fallback_last_run: float | None = None, open_pr: bool | None = None,
 ) -> list[TaskSource]:
     sources: list[TaskSource] = [InboxSource(settings, store, dry_run=dry_run)]
     if settings.github.repos:
         from worker.sources.github import GitHubSource  # PyGithub is heavy: only when used
 
-        sources.append(GitHubSource(settings, store, dry_run=dry_run))
+        sources.append(GitHubSource(settings, store, dry_run=dry_run, open_pr=open_pr))
     sources.append(FallbackSource(settings, store, fallback_last_run))
     return sources

@@ -22,6 +22,9 @@ class IterationView:
     status: StatusBlock
     changed_files: list[str] = field(default_factory=list)  # workspace progress since last time
     cost_so_far: float = 0.0
+    # A digest of the work tree's diff (e.g. sha256 of `git diff HEAD` plus untracked names);
+    # `changed_files` alone cannot show a file changed again. None: not measured.
+    diff_digest: str | None = None
 
 
 class TaskSupervisor(Protocol):

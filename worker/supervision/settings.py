@@ -31,8 +31,16 @@ PACE_LEVELS: tuple[PaceLevel, ...] = ("primary", "alternate", "contingent", "eme
 # REFERENCE.md says to count permission denials apart (Cline, Roo); infrastructure errors
 # (network, API, disk) get the same treatment: they are not the agent's reasoning failing.
 KINDS = (
-    "stall", "loop", "repeated_error", "repeated_message", "oscillation",
-    "cascade", "permission", "infrastructure", "context", "pace",
+    "stall",
+    "loop",
+    "repeated_error",
+    "repeated_message",
+    "oscillation",
+    "cascade",
+    "permission",
+    "infrastructure",
+    "context",
+    "pace",
 )
 
 
@@ -135,7 +143,13 @@ class SupervisionSettings(BaseModel):
     # Code's Bash `description` is prose the model rewrites each time.
     volatile_keys: list[str] = Field(
         default_factory=lambda: [
-            "id", "tool_use_id", "call_id", "request_id", "uuid", "timestamp", "nonce",
+            "id",
+            "tool_use_id",
+            "call_id",
+            "request_id",
+            "uuid",
+            "timestamp",
+            "nonce",
             "description",
         ]
     )
@@ -152,9 +166,14 @@ class SupervisionSettings(BaseModel):
     stall_turns: int = Field(30, ge=2)
     progress_tools: list[str] = Field(
         default_factory=lambda: [
-            "Edit", "MultiEdit", "Write", "NotebookEdit",  # Claude Code
-            "file_change", "apply_patch",  # Codex
-            "replace", "write_file",  # Gemini CLI
+            "Edit",
+            "MultiEdit",
+            "Write",
+            "NotebookEdit",  # Claude Code
+            "file_change",
+            "apply_patch",  # Codex
+            "replace",
+            "write_file",  # Gemini CLI
         ]
     )
     min_message_chars: int = Field(40, ge=1)  # ours: "Let me check." thrice is not a monologue

@@ -65,8 +65,11 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     if not args:
         return "{}"
     return json.dumps(
-        strip_volatile(args, volatile_keys), sort_keys=True, separators=(",", ":"),
-        ensure_ascii=False, default=str,
+        strip_volatile(args, volatile_keys),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
     )
 
 
@@ -112,9 +115,7 @@ def alternation_length(keys: Sequence[str]) -> int:
     return length
 
 
-def distinct_failing(
-    results: Sequence[tuple[str, str | None]], failure: str
-) -> list[str]:
+def distinct_failing(results: Sequence[tuple[str, str | None]], failure: str) -> list[str]:
     """The distinct tools whose results in `results` failed with class `failure`, in order."""
     seen: list[str] = []
     for tool, cls in results:

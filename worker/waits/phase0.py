@@ -1,12 +1,16 @@
-"""Phase 0: before anything new, find the wait states whose condition is met.
+"""Phase 0: before anything new, expire stale waits and find those whose condition is met.
 
-Unreadable files are moved aside (`<wait_states>/rejected/`) with their reason; the others
-still count.
+Order of one pass: read the files (an unreadable one is moved to `rejected/` with its reason;
+the others still count), settle the waits resumed by an earlier run (consume their answers),
+expire those past their expiry (reported to their source), then ask each condition about its
+waits in one batched look. A remote look at a wait happens at most every
+`recheck_interval_s`; an answer found once is kept until the wait is resumed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,12 +18,20 @@ from pathlib import Path
 from worker.config import Settings
 from worker.errors import MalformedInput
 from worker.fsutil import quarantine
-from worker.models import Task
 from worker.scheduling import ReadyWait
 from worker.store import Store
-from worker.waits.state import WaitState, load_wait_state, wait_state_files
+from worker.waits import intercom
+from worker.waits.conditions import CheckContext, Verdict, Waiting, registry
+from worker.waits.expiry import expire
+from worker.waits.github_checks import issue_of
+from worker.waits.github_look import ClientLook, GitHubLook
+from worker.waits.ledger import CheckRow, Ledger, WaitCode
+from worker.waits.lookups import Lookups
+from worker.waits.state import WaitState, load_wait_state, task_of, wait_state_files
 
 log = logging.getLogger(__name__)
+
+__all__ = ["WaitScan", "remove", "scan", "task_of"]
 
 
 @dataclass
@@ -27,45 +39,208 @@ class WaitScan:
     ready: list[ReadyWait] = field(default_factory=list)
     pending: int = 0
     errors: list[str] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)  # task ids ended as expired this run
+    consumed: int = 0  # answers moved to done/ after their task was resumed
+    github_requests: int = 0  # requests that cost rate limit (a 304 does not)
 
 
-def task_of(state: WaitState) -> Task:
-    return Task(
-        id=state.task_id, source=state.source or "wait", title=state.task_title or state.task_id,
-        body=state.task_body, mode=state.context.mode, ref=dict(state.source_ref),
-    )
-
-
-def scan(settings: Settings, store: Store | None, now: datetime | None = None,
-         dry_run: bool = False) -> WaitScan:
+def scan(
+    settings: Settings,
+    store: Store | None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    github: GitHubLook | None = None,
+) -> WaitScan:
     now = now or datetime.now(UTC)
     result = WaitScan()
+    ledger = Ledger(store) if store is not None and not dry_run else None
+    rows = ledger.checks() if ledger is not None else {}
+    loaded = _load(settings, result, dry_run)
+    if ledger is not None:
+        result.consumed = _settle(ledger, rows, loaded)
+    expired = [(p, s) for p, s in loaded if s.expiry(settings.waits.expiry_days) <= now]
+    if expired and not dry_run:
+        result.expired = expire(settings, store, expired, now)
+    live = [(p, s) for p, s in loaded if (p, s) not in expired]
+    waits, known = _waitings(settings, live, rows, now, ledger)
+    lookups = Lookups(settings, dry_run=dry_run)
+    ctx = CheckContext(settings, now, lookups)
+    if github is None and ledger is not None and _needs_github(waits):
+        github = _client_look(settings, store)
+    ctx.github = github
+    verdicts: dict[str, Verdict] = dict(known)
+    for condition in registry():
+        mine = [w for w in waits if w.kind == condition.name and w.key not in known]
+        if mine:
+            for wait, verdict in zip(mine, condition.check(ctx, mine), strict=True):
+                verdicts[wait.key] = verdict
+    if ledger is not None:
+        _remember(ledger, waits, verdicts, rows, now)
+    for wait in waits:
+        verdict = verdicts.get(wait.key) or Verdict()
+        if verdict.answer is None:
+            result.pending += 1
+            continue
+        result.ready.append(
+            ReadyWait(
+                task_of(wait.state, settings.inbox),
+                wait.since.timestamp(),
+                verdict.answer,
+                wait.path,
+            )
+        )
+    if store is not None and not dry_run:
+        _release_dead_claims(settings, store, ledger, result.ready)
+    result.github_requests = getattr(github, "costed", 0)
+    return result
+
+
+def _load(settings: Settings, result: WaitScan, dry_run: bool) -> list[tuple[Path, WaitState]]:
+    loaded = []
     for path in wait_state_files(settings.wait_states):
         try:
-            state = load_wait_state(path)
+            loaded.append((path, load_wait_state(path)))
         except MalformedInput as exc:
             result.errors.append(str(exc))
             log.warning("wait state %s", exc)
             if not dry_run:
                 quarantine(path, settings.wait_states / "rejected", str(exc))
+    return loaded
+
+
+def _settle(ledger: Ledger, rows: dict[str, CheckRow], loaded: list[tuple[Path, WaitState]]) -> int:
+    """A wait whose file is gone, or holds a newer wait, was resumed and its run ended:
+    its answers are consumed now (moved to `done/`), so they never answer twice."""
+    current = {p.name: _stamp(s) for p, s in loaded}
+    gone = [row for key, row in rows.items() if current.get(key) != row.stamp]
+    moved = 0
+    for row in gone:
+        if row.answer is not None and row.consume:
+            moved += intercom.consume([Path(p) for p in row.consume])
+            ledger.log(
+                row.task_id, WaitCode.ANSWER_CONSUMED, ", ".join(Path(p).name for p in row.consume)
+            )
+        rows.pop(row.key)
+    ledger.forget([row.key for row in gone])
+    return moved
+
+
+def _waitings(
+    settings: Settings,
+    live: list[tuple[Path, WaitState]],
+    rows: dict[str, CheckRow],
+    now: datetime,
+    ledger: Ledger | None,
+) -> tuple[list[Waiting], dict[str, Verdict]]:
+    names = {condition.name for condition in registry()}
+    interval = settings.waits.recheck_interval_s
+    waits, known = [], {}
+    for path, state in live:
+        kind = state.condition
+        if kind not in names:
+            kind = "user_approval"  # as the loop does for a condition it does not know
+            if ledger is not None:
+                ledger.log(
+                    state.task_id,
+                    WaitCode.WAIT_CONDITION_DEFAULTED,
+                    f"{state.resume_when!r} -> user_approval",
+                    once=True,
+                )
+        row = rows.get(path.name)
+        wait = Waiting(path, state, kind)
+        if row is not None:
+            wait.seen, wait.checked_at = row.seen, row.checked_at
+            wait.due = now.timestamp() - row.checked_at >= interval
+            if row.answer is not None:
+                known[wait.key] = Verdict(row.answer, list(row.consume), seen=row.seen)
+        waits.append(wait)
+    return waits, known
+
+
+def _client_look(settings: Settings, store: Store | None) -> GitHubLook | None:
+    try:
+        from worker.sources.github_client import make_client
+
+        return ClientLook(make_client(settings.github, store))
+    except Exception as exc:  # no client: the GitHub conditions wait, the rest goes on
+        log.warning("waits: no GitHub client: %s", exc)
+        return None
+
+
+def _needs_github(waits: list[Waiting]) -> bool:
+    return any(
+        w.due and w.kind in ("user_approval", "github_decision") and issue_of(w) for w in waits
+    )
+
+
+def _remember(
+    ledger: Ledger,
+    waits: list[Waiting],
+    verdicts: dict[str, Verdict],
+    rows: dict[str, CheckRow],
+    now: datetime,
+) -> None:
+    changed = []
+    for wait in waits:
+        verdict = verdicts.get(wait.key) or Verdict()
+        for code, detail in verdict.ignored:
+            log.warning("waits: %s: %s (%s)", wait.state.task_id, code, detail)
+            ledger.log(wait.state.task_id, code, detail, once=True)
+        old = rows.get(wait.key)
+        row = CheckRow(
+            wait.key,
+            _stamp(wait.state),
+            wait.state.task_id,
+            now.timestamp() if verdict.looked_remote else (old.checked_at if old else 0.0),
+            verdict.answer,
+            verdict.consume if verdict.answer is not None else [],
+            verdict.seen or wait.seen,
+        )
+        if old != row:
+            if verdict.answer is not None and (old is None or old.answer is None):
+                ledger.log(row.task_id, WaitCode.WAIT_READY, verdict.answer[:200])
+            changed.append(row)
+    ledger.record(changed)
+
+
+def _release_dead_claims(
+    settings: Settings, store: Store, ledger: Ledger | None, ready: list[ReadyWait]
+) -> None:
+    """A run that died while resuming left its claim: the wait is resumed again. Only this
+    machine's claims whose process is gone are released (the workspace lock is ours)."""
+    for wait in ready:
+        claim = store.claim_of(wait.task.id)
+        if (
+            claim is None
+            or claim["state"] != "active"
+            or claim["source"] != "wait"
+            or claim["machine_id"] != settings.machine_id
+            or _alive(claim["pid"])
+        ):
             continue
-        answer = _ready(state, now)
-        if answer is None:
-            result.pending += 1
-            continue
-        result.ready.append(ReadyWait(task_of(state), _epoch(state.timestamp), answer, path))
-    return result
+        store.release_claim(wait.task.id, "released")
+        if ledger is not None:
+            ledger.log(
+                wait.task.id,
+                WaitCode.WAIT_RESUME_INTERRUPTED,
+                f"run {claim['run_id']} (pid {claim['pid']}) died while resuming",
+            )
 
 
-def _ready(state: WaitState, now: datetime) -> str | None:
-    """The answer the task waited for when its condition is met, else None."""
-    if state.condition == "time" and state.resume_at is not None and state.resume_at <= now:
-        return f"the time condition is met ({state.resume_at.isoformat()})"
-    return None
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
 
 
-def _epoch(at: datetime) -> float:
-    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+def _stamp(state: WaitState) -> str:
+    return state.since.isoformat()
 
 
 def remove(path: Path) -> None:

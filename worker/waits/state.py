@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.errors import MalformedInput
 from worker.fsutil import atomic_write_text
+from worker.models import Task
 
 SCHEMA_VERSION = 1
 CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
@@ -48,6 +49,7 @@ class WaitState(BaseModel):
     source_ref: dict[str, Any] = Field(default_factory=dict, alias="sourceRef")
     task_title: str = Field("", alias="taskTitle")
     task_body: str = Field("", alias="taskBody")
+    task_sender: str | None = Field(None, alias="taskSender")  # who asked (inbox replies go there)
     session_id: str | None = Field(None, alias="sessionId")
     resume_brief: str = Field("", alias="resumeBrief")
     last_active_at: datetime | None = Field(None, alias="lastActiveAt")
@@ -58,13 +60,55 @@ class WaitState(BaseModel):
     cost_usd: float = Field(0.0, alias="costUsd")
 
     @property
+    def since(self) -> datetime:
+        """When the wait began (timezone-aware; spec files may omit the zone: UTC)."""
+        at = self.timestamp
+        return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+    def expiry(self, expiry_days: float) -> datetime:
+        at = self.expires_at or self.timestamp + timedelta(days=expiry_days)
+        return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+    @property
     def condition(self) -> str:
         """The condition's kind: `time:2026-...` and `time` are both `time`."""
         return self.resume_when.split(":", 1)[0].strip().lower()
 
     def dump(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          indent=2) + "\n"
+        return (
+            json.dumps(self.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2)
+            + "\n"
+        )
+
+
+def task_of(state: WaitState, inbox: Path | None = None) -> Task:
+    """The task a wait state belongs to, rebuilt from its file. An inbox task's sender comes
+    from `taskSender`, or else from its message in `<inbox>/done/` (older files)."""
+    sender = state.task_sender
+    if sender is None and inbox is not None and state.source == "inbox":
+        sender = _inbox_sender(inbox, state)
+    return Task(
+        id=state.task_id,
+        source=state.source or "wait",
+        title=state.task_title or state.task_id,
+        body=state.task_body,
+        mode=state.context.mode,
+        sender=sender,
+        ref=dict(state.source_ref),
+    )
+
+
+def _inbox_sender(inbox: Path, state: WaitState) -> str | None:
+    name = str(state.source_ref.get("file") or f"{state.task_id}.json")
+    for folder in (inbox / "done", inbox / "claimed", inbox):
+        try:
+            data = json.loads((folder / Path(name).name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        sender = data.get("from") if isinstance(data, dict) else None
+        if isinstance(sender, str) and sender:
+            return sender
+    return None
 
 
 def file_name(task_id: str) -> str:

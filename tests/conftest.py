@@ -1,0 +1,105 @@
+"""Shared fixtures: an isolated workspace, a fake `claude`, and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FAKE_CLAUDE = Path(__file__).parent / "fakes" / "fake_claude.py"
+REPO = Path(__file__).resolve().parents[1]
+TRANSCRIPTS = REPO.parent / "shared" / "fixtures" / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test reads the developer's WORKER_* settings or tokens; output is plain."""
+    for name in list(os.environ):
+        if name.startswith("WORKER_") or name in ("GITHUB_TOKEN", "FAKE_CLAUDE_SCRIPT"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("WORKER_MACHINE_ID", "test-machine")
+
+
+@dataclass
+class FakeAgent:
+    """A fake `claude` executable scripted with answers; `calls` reads what it was given."""
+
+    path: Path
+    script: Path
+    log: Path
+
+    def answers(self, *answers: dict[str, Any]) -> None:
+        self.script.write_text(json.dumps({"answers": list(answers)}), encoding="utf-8")
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+    @property
+    def task_calls(self) -> list[dict[str, Any]]:
+        """Calls that worked on a task (reviewers may call the same agent between tasks)."""
+        return [call for call in self.calls if call["stdin"].startswith("# Task")]
+
+    def env(self) -> dict[str, str]:
+        return {"WORKER_CLAUDE_BIN": str(self.path), "FAKE_CLAUDE_SCRIPT": str(self.script),
+                "FAKE_CLAUDE_LOG": str(self.log)}
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeAgent:
+    """A `claude` on disk (a wrapper script calling tests/fakes/fake_claude.py)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "claude"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLAUDE} \"$@\"\n")
+    wrapper.chmod(0o755)
+    agent = FakeAgent(wrapper, tmp_path / "script.json", tmp_path / "claude-calls.jsonl")
+    agent.answers({"status": "success", "reason": "done"})
+    for key, value in agent.env().items():
+        monkeypatch.setenv(key, value)
+    return agent
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "inbox").mkdir(parents=True)
+    return ws
+
+
+def write_message(ws: Path, msg_id: str, **fields: Any) -> Path:
+    data = {"id": msg_id, "from": "alice", "to": "test-machine", "subject": f"task {msg_id}",
+            "body": "Please do the thing.", "status": "unread", "priority": "normal",
+            "created_at": "2026-11-20T10:00:00Z", **fields}
+    path = ws / "inbox" / f"{msg_id}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def run_worker(ws: Path, *args: str, env: dict[str, str] | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real `worker` command in a subprocess (python -m worker)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args, "--workspace", str(ws)],
+        capture_output=True, text=True, env=full_env, timeout=timeout, check=False,
+    )
+
+
+@pytest.fixture
+def cli() -> Iterator[Any]:
+    from typer.testing import CliRunner
+
+    yield CliRunner()

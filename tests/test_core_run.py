@@ -1,0 +1,272 @@
+"""`worker run` end to end on the embedded defaults, with a fake `claude` printing stream-json."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from worker.config import load_settings
+from worker.runner import RunOptions, run_once
+
+from .conftest import FakeAgent, write_message
+
+
+@pytest.fixture(autouse=True)
+def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the task loop; reviewers have their own tests."""
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+
+
+def run(ws: Path, **options: object):
+    return run_once(load_settings(ws), RunOptions(**options))  # type: ignore[arg-type]
+
+
+def statuses(ws: Path) -> list[tuple[str, str, int, str]]:
+    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    return db.execute("SELECT mode, model, iteration, status FROM iterations ORDER BY id").fetchall()
+
+
+def test_success_on_the_first_iteration(workspace: Path, fake_claude: FakeAgent) -> None:
+    write_message(workspace, "msg-1", subject="Fix the parser")
+    report = run(workspace)
+    assert report.outcome.value == "success"
+    assert (report.task_id, report.source, report.modes, report.iterations) == (
+        "msg-1", "inbox", ["code-simple"], 1)
+    assert report.reason_codes[0] == "INBOX_TASK_SELECTED"
+    call = fake_claude.task_calls[0]
+    assert call["argv"][:6] == ["-p", "--output-format", "stream-json", "--verbose", "--model",
+                                "haiku"]
+    assert "Please do the thing." in call["stdin"] and "=== AGENT STATUS ===" in call["stdin"]
+    # The message is done and the sender got a reply.
+    assert (workspace / "inbox" / "done" / "msg-1.json").exists()
+    reply = json.loads((workspace / "inbox" / "msg-1-success-reply.json").read_text())
+    assert reply["to"] == "alice" and reply["in_reply_to"] == "msg-1"
+    assert "Outcome: success" in reply["body"]
+
+
+def test_continue_continue_success_resumes_the_session(workspace: Path,
+                                                       fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"status": "continue", "reason": "step 1"},
+                        {"status": "continue", "reason": "step 2"},
+                        {"status": "success", "reason": "all done"})
+    write_message(workspace, "msg-2")
+    report = run(workspace)
+    assert report.outcome.value == "success" and report.iterations == 3
+    assert [s[3] for s in statuses(workspace)] == ["continue", "continue", "success"]
+    second = fake_claude.task_calls[1]
+    assert "--resume" in second["argv"]
+    assert "step 1" in second["stdin"]  # the previous iteration is gathered into the prompt
+
+
+def test_escalation_from_code_simple_to_code_complex(workspace: Path,
+                                                     fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"status": "escalate", "reason": "too hard", "escalate_to": "opus"},
+                        {"status": "success"})
+    write_message(workspace, "msg-3")
+    report = run(workspace)
+    assert report.outcome.value == "success"
+    assert report.modes == ["code-simple", "code-complex"]
+    assert "AGENT_ESCALATE" in report.reason_codes
+    models = [c["argv"][c["argv"].index("--model") + 1] for c in fake_claude.task_calls]
+    assert models == ["haiku", "opus"]
+    assert [s[2] for s in statuses(workspace)] == [1, 1]  # the count starts over
+
+
+def test_failure_at_the_top_mode_fails_the_task(workspace: Path, fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"status": "failure", "reason": "cannot be done"})
+    write_message(workspace, "msg-4")
+    report = run(workspace)
+    assert report.outcome.value == "failure" and report.exit_code == 1
+    assert report.modes == ["code-simple", "code-complex"]
+    assert "FAILURE_ESCALATED" in report.reason_codes
+    assert "FAILURE_AT_TOP_MODE" in report.reason_codes
+    assert report.reason == "cannot be done"
+
+
+def test_max_iterations_without_terminal_status(workspace: Path, fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"status": "continue"})
+    write_message(workspace, "msg-5")
+    report = run(workspace, mode="sync-simple")
+    # sync-simple: 3 iterations, then sync-complex: 5 iterations, then nothing stronger.
+    assert report.outcome.value == "failure"
+    assert report.iterations == 8 and report.modes == ["sync-simple", "sync-complex"]
+    assert "MAX_ITERATIONS" in report.reason_codes
+    assert "MAX_ITERATIONS_AT_TOP" in report.reason_codes
+
+
+def test_wait_writes_a_wait_state_in_the_specification_format(workspace: Path,
+                                                              fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"status": "wait", "reason": "need approval", "wait_for": "a human",
+                         "resume_when": "user_approval"})
+    write_message(workspace, "msg-6")
+    report = run(workspace)
+    assert report.outcome.value == "waiting" and report.exit_code == 0
+    state = json.loads((workspace / "wait_states" / "msg-6.json").read_text())
+    assert state["taskId"] == "msg-6" and state["resumeWhen"] == "user_approval"
+    assert state["waitFor"] == "a human" and state["reason"] == "need approval"
+    assert state["context"]["mode"] == "code-simple" and state["context"]["model"] == "haiku"
+    assert state["context"]["iteration"] == 1 and "AGENT STATUS" in state["context"]["outputSnippet"]
+    assert state["sessionId"]
+
+
+def test_timeout_kills_a_hanging_agent_and_its_children(workspace: Path, fake_claude: FakeAgent,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_ITERATION_TIMEOUT_S", "1.5")
+    fake_claude.answers({"hang": 60, "child": True, "status": "success"})
+    write_message(workspace, "msg-7")
+    report = run(workspace, mode="sync-complex")  # top mode: no escalation, 5 iterations
+    assert report.outcome.value == "failure"
+    assert "AGENT_TIMEOUT" in report.reason_codes
+    children = Path(str(fake_claude.log) + ".children").read_text().split()
+    for pid in [int(c["pid"]) for c in fake_claude.task_calls] + [int(p) for p in children]:
+        assert not alive(pid), f"process {pid} survived the timeout"
+
+
+def alive(pid: int) -> bool:
+    """True for a running process; a zombie (killed, not yet reaped by init) is dead."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_garbage_output_is_not_a_status(workspace: Path, fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"garbage": True})
+    write_message(workspace, "msg-8")
+    report = run(workspace, mode="sync-complex")
+    assert report.outcome.value == "failure"
+    assert report.iterations == 5
+    assert "AGENT_ERROR" in report.reason_codes or "NO_STATUS_BLOCK" in report.reason_codes
+
+
+def test_agent_exiting_non_zero_is_retried_then_escalated(workspace: Path,
+                                                          fake_claude: FakeAgent) -> None:
+    fake_claude.answers({"exit": 3, "text": "crashed"}, {"status": "success"})
+    write_message(workspace, "msg-9")
+    report = run(workspace)
+    assert report.outcome.value == "success" and report.iterations == 2
+    assert "AGENT_ERROR" in report.reason_codes
+    assert statuses(workspace)[0][3] == "continue"
+
+
+def test_missing_agent_executable_fails_clearly(workspace: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_CLAUDE_BIN", str(workspace / "no-such-claude"))
+    write_message(workspace, "msg-10")
+    report = run(workspace)
+    assert report.outcome.value == "failure" and report.reason_codes[-1] == "AGENT_NOT_FOUND"
+    assert "no-such-claude" in report.reason
+
+
+def test_cost_cap_stops_the_task(workspace: Path, fake_claude: FakeAgent,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_TASK_COST_CAP_USD", "0.05")
+    fake_claude.answers({"status": "continue", "cost": 0.03})
+    write_message(workspace, "msg-11")
+    report = run(workspace)
+    assert report.outcome.value == "failure" and "COST_CAP" in report.reason_codes
+    assert report.iterations == 2
+    budgets = [c["argv"][c["argv"].index("--max-budget-usd") + 1] for c in fake_claude.task_calls]
+    assert budgets == ["0.05", "0.02"]
+
+
+def test_idle_run_records_a_decision(workspace: Path, fake_claude: FakeAgent) -> None:
+    report = run(workspace)
+    assert report.outcome.value == "idle" and report.reason_codes[0] == "NOTHING_TO_DO"
+    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    (codes, candidates) = db.execute("SELECT reason_codes, candidates FROM decisions").fetchone()
+    assert json.loads(codes)[0] == "NOTHING_TO_DO"
+    assert json.loads(candidates)["inbox"] == 0
+    assert fake_claude.task_calls == []
+
+
+def test_messages_for_other_machines_and_read_ones_are_ignored(workspace: Path,
+                                                               fake_claude: FakeAgent) -> None:
+    write_message(workspace, "other", to="someone-else")
+    write_message(workspace, "old", status="read")
+    write_message(workspace, "reply", in_reply_to="x")
+    assert run(workspace).outcome.value == "idle"
+
+
+def test_priority_then_age_orders_the_inbox(workspace: Path, fake_claude: FakeAgent) -> None:
+    write_message(workspace, "late-low", priority="low", created_at="2026-01-01T00:00:00Z")
+    write_message(workspace, "new-high", priority="high", created_at="2026-11-01T00:00:00Z")
+    write_message(workspace, "old-high", priority="high", created_at="2026-10-01T00:00:00Z",
+                  to="all")
+    assert run(workspace).task_id == "old-high"
+    assert run(workspace).task_id == "new-high"
+
+
+def test_corrupt_message_is_moved_aside_and_the_run_goes_on(workspace: Path,
+                                                            fake_claude: FakeAgent) -> None:
+    (workspace / "inbox" / "bad.json").write_text('{"id": "bad", "to": "all", ')
+    (workspace / "inbox" / "bad2.json").write_text(json.dumps({"id": "../x", "to": "all"}))
+    write_message(workspace, "good")
+    report = run(workspace)
+    assert report.task_id == "good" and report.outcome.value == "success"
+    assert "SOURCE_ERROR" in report.reason_codes
+    rejected = workspace / "inbox" / "rejected"
+    assert (rejected / "bad.json").exists()
+    assert "invalid message" in (rejected / "bad.json.reason.txt").read_text()
+    assert "from: Field required" in (rejected / "bad2.json.reason.txt").read_text()
+
+
+def test_task_id_reruns_a_finished_task(workspace: Path, fake_claude: FakeAgent) -> None:
+    write_message(workspace, "again")
+    assert run(workspace).outcome.value == "success"
+    assert run(workspace).outcome.value == "idle"
+    report = run(workspace, task_id="again")
+    assert report.outcome.value == "success" and report.reason_codes[0] == "TASK_ID_REQUESTED"
+    assert len(fake_claude.task_calls) == 2
+
+
+def test_fallback_maintenance_succeeds_without_the_agent_when_checks_pass(
+        workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_FALLBACK__TEST", '["true"]')
+    report = run(workspace)
+    assert report.source == "fallback" and report.outcome.value == "success"
+    assert "FALLBACK_CHECKS_PASSED" in report.reason_codes
+    assert fake_claude.task_calls == []
+    assert run(workspace).outcome.value == "idle"  # not due again before the interval
+
+
+def test_fallback_asks_the_agent_to_repair_and_verifies(workspace: Path, fake_claude: FakeAgent,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = workspace / "fixed"
+    monkeypatch.setenv("WORKER_FALLBACK__TEST", json.dumps([f"test -e {marker}"]))
+    # First "success" is a lie (checks still fail); the second comes after the fix.
+    fake_claude.answers({"status": "success"}, {"status": "success"})
+    original = fake_claude.answers
+
+    report_holder = {}
+
+    def lie_then_fix() -> None:
+        report_holder["r"] = run(workspace)
+
+    # The agent "fixes" the build between its iterations: create the marker after call 1.
+    import threading
+
+    def watcher() -> None:
+        import time as _t
+        while not fake_claude.task_calls:
+            _t.sleep(0.05)
+        marker.write_text("ok")
+
+    thread = threading.Thread(target=watcher)
+    thread.start()
+    lie_then_fix()
+    thread.join()
+    del original
+    report = report_holder["r"]
+    assert report.source == "fallback"
+    assert "Failing checks" in fake_claude.task_calls[0]["stdin"]
+    assert report.outcome.value == "success"

@@ -1,0 +1,226 @@
+"""`worker schedule`: ready-to-install cron, systemd and Task Scheduler definitions. Pure text.
+
+The numbers come from the `[daemon]` settings so the outer scheduler agrees with the inner one
+(../shared/REFERENCE.md, "Process supervision defaults"): systemd's start limit is the crash-loop
+window and count, which must exceed the backoff sum or it never trips (the 5-in-10 s pitfall);
+exit 75 (EX_TEMPFAIL: another run holds the lock) is a success, exit 78 (EX_CONFIG) is never
+restarted; one run at a time, missed runs coalesce (flock, Task Scheduler IgnoreNew).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from worker.config import Settings
+
+
+class Kind(StrEnum):
+    CRON = "cron"
+    SYSTEMD = "systemd"
+    WINDOWS = "windows"
+
+
+class Target(StrEnum):
+    RUN = "run"
+    SUPERVISE = "supervise"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    kind: Kind
+    target: Target
+    files: dict[str, str]  # file name -> content; cron has one pseudo-file, "crontab"
+
+
+def render(kind: Kind, target: Target, settings: Settings, python: str) -> Schedule:
+    renderer = {Kind.CRON: _cron, Kind.SYSTEMD: _systemd, Kind.WINDOWS: _windows}[kind]
+    return Schedule(kind, target, renderer(target, settings, python))
+
+
+def _slug(workspace: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", workspace.name).strip("-.") or "workspace"
+
+
+def _argv(target: Target, settings: Settings, python: str) -> list[str]:
+    return [python, "-m", "worker", target.value, "--workspace", str(settings.workspace)]
+
+
+# -- cron -------------------------------------------------------------------------------------
+def _cron(target: Target, settings: Settings, python: str) -> dict[str, str]:
+    def line(when: str) -> str:
+        logs = settings.logs
+        command = (
+            f"cd {shlex.quote(str(settings.workspace))} && mkdir -p {shlex.quote(str(logs))}"
+            f" && {shlex.join(_argv(target, settings, python))}"
+            f" >> {shlex.quote(str(logs / f'cron-{target.value}.log'))} 2>&1"
+        )
+        return f"{when} {command.replace('%', chr(92) + '%')}"  # cron reads % as a newline
+
+    head = [
+        f"# worker {target.value} for {settings.workspace} (install: crontab -e, paste below)",
+        "# Secrets (WORKER_GITHUB_TOKEN, ANTHROPIC_API_KEY) go in the crontab's environment",
+        "# lines or the user's profile, never in worker.toml.",
+    ]
+    if target is Target.RUN:
+        minutes = max(1, math.ceil(settings.daemon.interval_s / 60))
+        when = f"*/{minutes} * * * *" if minutes < 60 else f"0 */{max(1, minutes // 60)} * * *"
+        head.append(
+            "# A run that finds the lock held exits 75 at once: overlapping ticks coalesce."
+        )
+        return {"crontab": "\n".join([*head, line(when)]) + "\n"}
+    head.append("# Started at boot; the 5-minute line is a watchdog: while a supervisor holds")
+    head.append("# the workspace's lock, another one exits 75 at once.")
+    return {"crontab": "\n".join([*head, line("@reboot"), line("*/5 * * * *")]) + "\n"}
+
+
+# -- systemd (user units: no root needed) ----------------------------------------------------
+def _systemd(target: Target, settings: Settings, python: str) -> dict[str, str]:
+    d = settings.daemon
+    name = f"worker-{target.value}-{_slug(settings.workspace)}"
+    ws = str(settings.workspace)
+    exec_start = " ".join(_systemd_quote(part) for part in _argv(target, settings, python))
+    unit = [
+        f"# {name}.service: install in ~/.config/systemd/user/, then",
+        "#   systemctl --user daemon-reload && systemctl --user enable --now "
+        + (f"{name}.timer" if target is Target.RUN else f"{name}.service"),
+        "[Unit]",
+        f"Description=worker {target.value} for {ws}",
+        "# The start limit is the crash-loop rule: its window exceeds the backoff sum.",
+        f"StartLimitIntervalSec={math.ceil(d.crash_loop_window_s)}",
+        f"StartLimitBurst={d.crash_loop_count}",
+        "",
+        "[Service]",
+        "Type=oneshot" if target is Target.RUN else "Type=simple",
+        f"WorkingDirectory={_systemd_quote(ws)}",
+        f"ExecStart={exec_start}",
+        "# Secrets come from the environment only: KEY=value lines in this file.",
+        "EnvironmentFile=-%h/.config/worker/env",
+        "Restart=on-failure",
+        "# 1 s doubling to the cap (RestartSteps/RestartMaxDelaySec need systemd 254+).",
+        f"RestartSec={_seconds(d.backoff_base_s)}",
+        f"RestartSteps={_steps(d.backoff_base_s, d.backoff_cap_s)}",
+        f"RestartMaxDelaySec={_seconds(d.backoff_cap_s)}",
+        "# 75: another run holds the lock (retry later); 78: configuration error, do not restart.",
+        "SuccessExitStatus=75",
+        "RestartPreventExitStatus=78",
+        "# SIGTERM to worker only; it stops its agents and releases the task within the grace.",
+        "KillMode=mixed",
+        f"TimeoutStopSec={math.ceil(d.stop_grace_s) + 15}",
+        "NoNewPrivileges=yes",
+    ]
+    if target is Target.SUPERVISE:
+        unit += ["", "[Install]", "WantedBy=default.target"]
+        return {f"{name}.service": "\n".join(unit) + "\n"}
+    timer = [
+        f"# {name}.timer: one run every {d.interval_s:g} s, counted from the end of the last",
+        "# one, so runs never overlap and missed ones coalesce.",
+        "[Unit]",
+        f"Description=worker run every {d.interval_s:g} s for {ws}",
+        "",
+        "[Timer]",
+        "OnBootSec=2min",
+        f"OnUnitInactiveSec={_seconds(d.interval_s)}",
+        "AccuracySec=10s",
+        "",
+        "[Install]",
+        "WantedBy=timers.target",
+    ]
+    return {f"{name}.service": "\n".join(unit) + "\n", f"{name}.timer": "\n".join(timer) + "\n"}
+
+
+def _systemd_quote(part: str) -> str:
+    part = part.replace("%", "%%")  # systemd expands % specifiers
+    if re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", part):
+        return part
+    return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _steps(base: float, cap: float) -> int:
+    return max(1, math.ceil(math.log2(cap / base))) if cap > base else 1
+
+
+# -- Windows Task Scheduler --------------------------------------------------------------------
+def _windows(target: Target, settings: Settings, python: str) -> dict[str, str]:
+    d = settings.daemon
+    ws = str(settings.workspace)
+    args = " ".join(_win_quote(part) for part in _argv(target, settings, python)[1:])
+    if target is Target.RUN:
+        trigger = (
+            "    <TimeTrigger>\n"
+            "      <Repetition>\n"
+            f"        <Interval>{_iso(max(60.0, d.interval_s))}</Interval>\n"
+            "        <StopAtDurationEnd>false</StopAtDurationEnd>\n"
+            "      </Repetition>\n"
+            "      <StartBoundary>2025-01-01T00:00:00</StartBoundary>\n"
+            "      <Enabled>true</Enabled>\n"
+            "    </TimeTrigger>\n"
+        )
+        limit = _iso(settings.task_wall_clock_s + 600)  # one task's wall clock, plus cleanup
+    else:
+        trigger = "    <LogonTrigger>\n      <Enabled>true</Enabled>\n    </LogonTrigger>\n"
+        limit = "PT0S"  # no limit: it is meant to run for ever
+    xml = f"""<?xml version="1.0" encoding="UTF-16"?>
+<!-- worker {target.value} for {escape(ws)}. Install: save as UTF-16 (PowerShell's > does),
+     then: schtasks /Create /TN "worker {target.value}" /XML task.xml -->
+<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
+  <RegistrationInfo>
+    <Description>worker {target.value} for {escape(ws)}</Description>
+  </RegistrationInfo>
+  <Triggers>
+{trigger}  </Triggers>
+  <Principals>
+    <Principal id="Author">
+      <LogonType>InteractiveToken</LogonType>
+      <RunLevel>LeastPrivilege</RunLevel>
+    </Principal>
+  </Principals>
+  <Settings>
+    <MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>
+    <StartWhenAvailable>true</StartWhenAvailable>
+    <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>
+    <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>
+    <AllowStartOnDemand>true</AllowStartOnDemand>
+    <Enabled>true</Enabled>
+    <ExecutionTimeLimit>{limit}</ExecutionTimeLimit>
+    <RestartOnFailure>
+      <Interval>PT1M</Interval>
+      <Count>{d.crash_loop_count}</Count>
+    </RestartOnFailure>
+  </Settings>
+  <Actions Context="Author">
+    <Exec>
+      <Command>{escape(python)}</Command>
+      <Arguments>{escape(args)}</Arguments>
+      <WorkingDirectory>{escape(ws)}</WorkingDirectory>
+    </Exec>
+  </Actions>
+</Task>
+"""
+    return {f"worker-{target.value}-{_slug(settings.workspace)}.xml": xml}
+
+
+def _win_quote(part: str) -> str:
+    return f'"{part}"' if any(ch in part for ch in ' \t"') or not part else part
+
+
+def _iso(seconds: float) -> str:
+    """An xs:duration Task Scheduler accepts: PT1H30M, PT5M, PT45S."""
+    total = max(1, math.ceil(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [
+        f"{hours}H" if hours else "",
+        f"{minutes}M" if minutes else "",
+        f"{secs}S" if secs else "",
+    ]
+    return "PT" + "".join(parts)

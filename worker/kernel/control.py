@@ -1,0 +1,222 @@
+"""Control orders: stop, cancel, pause or resume a task, whatever flow it is in.
+
+Where orders come from, all read into `ControlOrder`:
+- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`);
+- the inbox (and the intercom, which writes inbox messages): a message addressed to this
+  machine with `"kind": "control"`, `"action": "stop|cancel|pause|resume"` and `"task":
+  "<task-id>"`, or a message whose subject is exactly `STOP <task-id>` (or CANCEL, PAUSE,
+  RESUME, upper case);
+- hooks (`ControlHook`), e.g. GitHub comments by trusted users: `register_hook(factory)`.
+An order is consumed once obeyed: its file moves to `done/` beside it with the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from worker.config import Settings
+from worker.fsutil import atomic_write_text, quarantine
+from worker.kernel.model import ALL_TASKS, ControlOrder, Order
+from worker.sources.inbox import Message
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_SUBJECT = re.compile(r"^(STOP|CANCEL|PAUSE|RESUME)\s+(\S+)\s*$")
+_NEEDLES = (b'"control"', b'"STOP ', b'"CANCEL ', b'"PAUSE ', b'"RESUME ')
+
+
+class OrderFile(BaseModel):
+    """The file `worker cancel` writes."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_version: int = Field(SCHEMA_VERSION, alias="schemaVersion")
+    id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
+    kind: str = Field("control", pattern="^control$")
+    action: Order
+    task: str = Field(min_length=1, max_length=300)
+    reason: str = Field("", max_length=2000)
+    sender: str = Field("cli", alias="from")
+    created_at: datetime = Field(alias="createdAt")
+
+
+def control_dir(settings: Settings) -> Path:
+    return settings.state / "control"
+
+
+def write_order(
+    settings: Settings, task_id: str, order: Order, reason: str = "", sender: str = ""
+) -> ControlOrder:
+    """Write an order for the running worker (its watcher) or the next run."""
+    stamp = datetime.now(UTC)
+    data = OrderFile.model_validate(
+        {
+            "id": f"{stamp:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+            "action": order,
+            "task": task_id,
+            "reason": reason,
+            "from": sender or os.environ.get("USER", "cli"),
+            "createdAt": stamp,
+        }
+    )
+    path = control_dir(settings) / f"{data.id}.json"
+    atomic_write_text(path, data.model_dump_json(by_alias=True, indent=2) + "\n")
+    return _from_file(data, path)
+
+
+def _from_file(data: OrderFile, path: Path) -> ControlOrder:
+    return ControlOrder(
+        data.id,
+        data.action,
+        data.task,
+        "cli",
+        data.reason,
+        data.sender,
+        data.created_at.timestamp(),
+        True,
+        path,
+    )
+
+
+def order_of_message(message: Message) -> tuple[Order, str] | None:
+    """The order an inbox message carries, or None when it is an ordinary message."""
+    extra = message.model_extra or {}
+    if extra.get("kind") == "control":
+        try:
+            return Order(str(extra.get("action", "")).lower()), str(extra.get("task") or "")
+        except ValueError:
+            return None
+    match = _SUBJECT.match(message.subject)
+    if match:
+        return Order(match.group(1).lower()), match.group(2)
+    return None
+
+
+def is_control_message(message: Message) -> bool:
+    """For the inbox source: a control message is not a task."""
+    return order_of_message(message) is not None
+
+
+def read_orders(settings: Settings, approvers: list[str] | None = None) -> list[ControlOrder]:
+    """Every order waiting to be obeyed: the control folder, the inbox, the hooks."""
+    orders = _from_control_dir(control_dir(settings))
+    orders += _from_inbox(settings, settings.waits.approvers if approvers is None else approvers)
+    for factory in HOOKS:
+        try:
+            orders += factory(settings).orders()
+        except Exception as exc:  # a broken hook must not hide the other orders
+            log.warning("control hook failed: %s", exc)
+    return orders
+
+
+def _from_control_dir(folder: Path) -> list[ControlOrder]:
+    orders = []
+    for path in _json_files(folder):
+        try:
+            orders.append(_from_file(OrderFile.model_validate_json(path.read_bytes()), path))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValidationError) as exc:
+            log.warning("control order %s is unreadable: %s", path.name, exc)
+            quarantine(path, folder / "rejected", f"not a control order: {exc}")
+    return orders
+
+
+def _from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
+    orders = []
+    for path in _json_files(settings.inbox):
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        if not any(needle in raw for needle in _NEEDLES):
+            continue  # cheap: ordinary messages are never parsed here
+        try:
+            message = Message.model_validate_json(raw)
+        except ValidationError:
+            continue  # the inbox source quarantines it with its reason
+        if message.to not in (settings.machine_id, "all") or message.status != "unread":
+            continue
+        found = order_of_message(message)
+        if found is None:
+            continue
+        order, task_id = found
+        extra = message.model_extra or {}
+        origin = "intercom" if extra.get("channel") == "intercom" else "inbox"
+        at = message.created_at.timestamp() if message.created_at else path.stat().st_mtime
+        trusted = bool(task_id) and (
+            order is not Order.RESUME or not approvers or message.sender in approvers
+        )
+        orders.append(
+            ControlOrder(
+                message.id,
+                order,
+                task_id or "?",
+                origin,
+                str(extra.get("reason") or message.body)[:500],
+                message.sender,
+                at,
+                trusted,
+                path,
+            )
+        )
+    return orders
+
+
+def _json_files(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                Path(e.path)
+                for e in entries
+                if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
+            )
+    except OSError:
+        return []
+
+
+def consume(order: ControlOrder, outcome: str) -> None:
+    """The order is done: its file moves to `done/` beside it, with its outcome."""
+    if isinstance(order.ref, Path):
+        quarantine(order.ref, order.ref.parent / "done", f"{outcome} at {time.time():.0f}")
+    elif isinstance(order.ref, tuple) and len(order.ref) == 2:
+        hook, handle = order.ref
+        hook.consume(handle, outcome)
+
+
+class ControlHook(Protocol):
+    """Orders from elsewhere (a GitHub comment by a trusted user, a chat bot...).
+
+    `orders()` returns ControlOrders whose `trusted` the hook decided (its allow-list) and
+    whose `ref` is `(hook, handle)`; `consume(handle, outcome)` marks one done (idempotent)."""
+
+    def orders(self) -> list[ControlOrder]: ...
+
+    def consume(self, handle: Any, outcome: str) -> None: ...
+
+
+HOOKS: list[Callable[[Settings], ControlHook]] = []
+
+
+def register_hook(factory: Callable[[Settings], ControlHook]) -> None:
+    if factory not in HOOKS:
+        HOOKS.append(factory)
+
+
+def describe(order: ControlOrder) -> str:
+    target = "every task" if order.task_id == ALL_TASKS else order.task_id
+    return (
+        f"{order.order.value} {target} (order {order.id} from {order.sender or order.origin}"
+        f" via {order.origin})"
+    )

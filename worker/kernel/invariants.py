@@ -1,0 +1,153 @@
+"""The kernel's invariants (the RFC's release blockers, for worker's flows).
+
+`check(snapshot, decision)` runs inside `decide` on every decision, and the property tests run
+it over thousands of generated snapshots. A violation is a bug in the kernel, never a user
+error: it raises `InvariantViolation` (an AssertionError that `python -O` does not remove).
+"""
+
+from __future__ import annotations
+
+from worker.kernel.model import (
+    ALL_TASKS,
+    Act,
+    ControlOrder,
+    Decision,
+    Order,
+    Priority,
+    Reason,
+    Snapshot,
+)
+from worker.kernel.registry import kind_of_source
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+def _fail(name: str, detail: str) -> None:
+    raise InvariantViolation(f"kernel invariant {name!r} violated: {detail}")
+
+
+def check(snapshot: Snapshot, decision: Decision) -> None:
+    from worker.kernel.decide import effective_orders
+
+    orders = effective_orders(snapshot)
+    chosen = decision.task.id if decision.task is not None else None
+    acted = {(a.act, a.task_id) for a in decision.actions}
+    present = _present_ids(snapshot)
+
+    # Safety always preempts: a task an order ends or pauses is never the foreground, and
+    # every present flow an order ends gets its ending action.
+    for order in orders:
+        if (
+            order.task_id != ALL_TASKS
+            and chosen == order.task_id
+            and order.order is not Order.RESUME
+        ):
+            _fail("safety preempts", f"{chosen} chosen despite order {order.id}")
+        if (
+            order.order.ends_task
+            and order.task_id in present
+            and not any(
+                (act, order.task_id) in acted
+                for act in (Act.STOP_RUNNING, Act.CANCEL_WAIT, Act.DROP_QUEUED)
+            )
+        ):
+            _fail("safety preempts", f"order {order.id} left {order.task_id} untouched")
+        if (
+            order.order is not Order.RESUME
+            and order.task_id == ALL_TASKS
+            and chosen
+            and (snapshot.running is None or chosen != snapshot.running.id)
+        ):
+            _fail("safety preempts", f"{chosen} started despite order {order.id} for every task")
+
+    # No task stays running after an explicit stop.
+    running = snapshot.running
+    if running is not None:
+        stops = [o for o in orders if o.order.ends_task and o.targets(running.id)]
+        if stops and ((Act.STOP_RUNNING, running.id) not in acted or chosen == running.id):
+            _fail("stop ends the running task", f"{running.id} still running")
+        taken = any(
+            o.order in (Order.STOP, Order.CANCEL, Order.PAUSE) and o.targets(running.id)
+            for o in orders
+        )
+        # At most one switch per turn: a running task is only left for an order.
+        if not taken and chosen != running.id:
+            _fail("one switch per turn", f"{chosen} replaced running {running.id}")
+
+    # A ready wait state is served before any new task.
+    if (
+        decision.task is not None
+        and decision.wait is None
+        and snapshot.forced is None
+        and running is None
+        and any(
+            w.task.id not in snapshot.excluded
+            and w.task.id not in snapshot.paused
+            and not _ended(orders, w.task.id)
+            for w in snapshot.ready_waits
+        )
+    ):
+        _fail("ready waits first", f"{chosen} chosen while a wait state is ready")
+
+    # The chosen flow is of the best class present and eligible (no better class skipped).
+    if decision.task is not None and decision.priority is None:
+        _fail("priority", "a chosen task without its priority class")
+    if decision.task is None and decision.priority not in (None, Priority.SAFETY):
+        _fail("priority", "idle with a priority other than safety")
+    if decision.task is not None and decision.priority is not None and running is None:
+        controls = {o.id for o in snapshot.controls}
+        for listing in snapshot.listings:
+            better = kind_of_source(listing.source).priority
+            if better < decision.priority and any(
+                t.id not in snapshot.excluded
+                and t.id not in snapshot.paused
+                and t.id not in controls
+                and not _ended(orders, t.id)
+                for t in listing.tasks
+            ):
+                _fail(
+                    "priority",
+                    f"{chosen} ({decision.priority.name}) chosen over a "
+                    f"{better.name} task of {listing.source}",
+                )
+
+    # The plan: one foreground; every paused or waiting flow can be resumed.
+    for entry in (*decision.paused, *decision.queued):
+        if entry.task_id == chosen:
+            _fail("one foreground", f"{chosen} is both foreground and {entry.kind}")
+    for entry in decision.paused:
+        if not entry.resume_brief or entry.last_active_at is None:
+            _fail("resume brief", f"paused flow {entry.task_id} lacks a brief or last_active_at")
+
+    # Nothing holding work is deleted.
+    holding = {item.id for item in snapshot.stale if item.holds_work}
+    for action in decision.actions:
+        if action.act is Act.CLEAN and action.task_id in holding:
+            _fail("work kept", f"{action.task_id} holds work and would be cleaned")
+
+    # Reason codes come from the closed list.
+    known = {r.value for r in Reason}
+    unknown = [c for c in decision.reason_codes if c not in known]
+    if unknown:
+        _fail("closed reason codes", f"unknown codes {unknown}")
+
+
+def _ended(orders: list[ControlOrder], task_id: str) -> bool:
+    return any(
+        (o.order.ends_task and o.task_id == task_id)
+        or (o.order is Order.PAUSE and o.task_id in (task_id, ALL_TASKS))
+        or (o.task_id == ALL_TASKS and o.order.ends_task)
+        for o in orders
+    )
+
+
+def _present_ids(snapshot: Snapshot) -> set[str]:
+    ids = {w.task.id for w in snapshot.ready_waits} | {w.task.id for w in snapshot.waiting}
+    ids |= {t.id for listing in snapshot.listings for t in listing.tasks}
+    if snapshot.forced is not None:
+        ids.add(snapshot.forced.id)
+    if snapshot.running is not None:
+        ids.add(snapshot.running.id)
+    return ids

@@ -1,0 +1,246 @@
+"""The kernel's vocabulary: priority classes, reason codes, snapshots, actions, decisions.
+
+Everything here is data (frozen dataclasses and closed enums); deciding lives in
+`worker.kernel.decide`, reading the world in `observe`, changing it in `effects`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from worker.models import Task
+from worker.sources.base import Listing
+
+
+class Priority(IntEnum):
+    """Priority classes, strictly ordered: a lower value always wins (the RFC's order)."""
+
+    SAFETY = 0  # a stop, cancel or pause order; a supervisor emergency
+    HARD_BLOCKER = 1  # a task already running; a wait state whose condition is met
+    FOREGROUND = 2  # an inbox task, `--task-id`
+    PENDING = 3  # GitHub tasks
+    OPPORTUNISTIC = 4  # the maintenance task
+
+
+class Reason(StrEnum):
+    """The closed list of reason codes a decision may carry."""
+
+    # what was chosen (the source's own code, kept from the first scheduler)
+    TASK_ID_REQUESTED = "TASK_ID_REQUESTED"
+    WAIT_STATE_RESUMED = "WAIT_STATE_RESUMED"
+    INBOX_TASK_SELECTED = "INBOX_TASK_SELECTED"
+    GITHUB_TASK_SELECTED = "GITHUB_TASK_SELECTED"
+    FALLBACK_MAINTENANCE = "FALLBACK_MAINTENANCE"
+    NOTHING_TO_DO = "NOTHING_TO_DO"
+    # notes observed before or while deciding
+    CLAIM_LOST = "CLAIM_LOST"  # another run took a candidate first; the next one was tried
+    SOURCE_ERROR = "SOURCE_ERROR"  # a source could not be read; the others were used
+    LEASE_EXPIRED = "LEASE_EXPIRED"  # a dead run's claim came back this run
+    WAITS_PENDING = "WAITS_PENDING"  # wait states exist, none ready
+    # the RFC's kinds of reasons, one per priority class and per preemption
+    SAFETY_OVERRIDE = "SAFETY_OVERRIDE"  # a control order preempted the usual order
+    HARD_BLOCKER_ACTIVE = "HARD_BLOCKER_ACTIVE"  # a running task or a ready wait holds the turn
+    FOREGROUND_TASK = "FOREGROUND_TASK"
+    PENDING_NUDGE = "PENDING_NUDGE"  # a pending obligation served: nothing more urgent
+    OPPORTUNISTIC_TASK = "OPPORTUNISTIC_TASK"
+    CANCELLED_ON_STOP = "CANCELLED_ON_STOP"  # a running task was stopped by an order
+    RESUME_PREVIOUS_FLOW = "RESUME_PREVIOUS_FLOW"  # a paused flow comes back to the foreground
+    STALE_CLEANUP = "STALE_CLEANUP"
+    # what the orders did
+    WAIT_CANCELLED = "WAIT_CANCELLED"
+    QUEUED_DROPPED = "QUEUED_DROPPED"
+    PAUSED_ON_ORDER = "PAUSED_ON_ORDER"
+    RESUMED_ON_ORDER = "RESUMED_ON_ORDER"
+    TASK_PAUSED = "TASK_PAUSED"  # a candidate was passed over: it is paused by an order
+    HALTED = "HALTED"  # a pause order for every task (`*`): nothing new starts
+    CONTROL_NOT_TASK = "CONTROL_NOT_TASK"  # a control message was listed as a task; skipped
+    CONTROL_EXPIRED = "CONTROL_EXPIRED"  # an order whose task never showed up, dropped
+    CONTROL_UNTRUSTED = "CONTROL_UNTRUSTED"  # an order from someone not allowed to give it
+    # replies to waiting tasks
+    REPLY_INTERPRETED = "REPLY_INTERPRETED"
+    CLARIFICATION_ASKED = "CLARIFICATION_ASKED"
+
+
+class Order(StrEnum):
+    """What a control order asks. `stop` and `cancel` are the same order for worker."""
+
+    STOP = "stop"
+    CANCEL = "cancel"
+    PAUSE = "pause"
+    RESUME = "resume"
+
+    @property
+    def ends_task(self) -> bool:
+        return self in (Order.STOP, Order.CANCEL)
+
+
+ALL_TASKS = "*"
+
+
+@dataclass(frozen=True)
+class ControlOrder:
+    """A stop/cancel/pause/resume order for one task (or `*`), from wherever it came."""
+
+    id: str
+    order: Order
+    task_id: str
+    origin: str  # cli | inbox | intercom | github | reply
+    reason: str = ""
+    sender: str = ""
+    at: float = 0.0  # epoch seconds
+    trusted: bool = True  # decided at the edge (observe): may this sender give this order?
+    ref: Any = field(default=None, compare=False, hash=False)  # its file, for consuming it
+
+    def targets(self, task_id: str) -> bool:
+        return self.task_id in (task_id, ALL_TASKS)
+
+
+@dataclass(frozen=True)
+class ReadyWait:
+    """A wait state whose condition is met, with what the agent waited for."""
+
+    task: Task
+    waiting_since: float  # epoch seconds; the oldest ready wait is served first
+    answer: str = ""  # the approval note, the reply's body, the decision
+    ref: Any = None  # the wait-state store's handle (its file)
+
+
+@dataclass(frozen=True)
+class WaitingFlow:
+    """A paused flow: a wait state whose condition is not met yet."""
+
+    task: Task
+    resume_brief: str = ""
+    last_active_at: float | None = None
+    ref: Any = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class StaleItem:
+    """Something a dead run left behind (a claim, a worktree), found by its own rule."""
+
+    kind: str  # claim | worktree
+    id: str
+    rule: str  # LEASE_EXPIRED | CLAIM_GONE | ...
+    holds_work: bool = False  # uncommitted changes, unreported results: never deleted
+    ref: Any = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class ReplySignal:
+    """A reply to a waiting or running task, classified (see `worker.kernel.replies`)."""
+
+    reply_id: str
+    task_id: str
+    signal: str  # a `replies.Signal` value
+    confidence: float
+    acts: bool  # above the signal's threshold
+    sender: str = ""
+    trusted: bool = True
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    listings: tuple[Listing, ...] = ()  # in source priority order
+    ready_waits: tuple[ReadyWait, ...] = ()
+    pending_waits: int = 0
+    forced: Task | None = None  # `--task-id`
+    excluded: frozenset[str] = frozenset()  # ids lost to another run this turn
+    notes: tuple[str, ...] = ()  # reason codes observed before deciding (e.g. LEASE_EXPIRED)
+    # the kernel's own observations
+    controls: tuple[ControlOrder, ...] = ()
+    running: Task | None = None  # a task running now (the stop watcher's view)
+    waiting: tuple[WaitingFlow, ...] = ()  # wait states not ready (paused flows)
+    paused: frozenset[str] = frozenset()  # task ids paused by an order (or `*`)
+    stale: tuple[StaleItem, ...] = ()
+    signals: tuple[ReplySignal, ...] = ()
+    now: float = 0.0  # epoch seconds, for the orders' time to live
+    control_ttl_s: float = 24 * 3600.0
+
+
+class Act(StrEnum):
+    """The closed list of things a decision asks the edges to do."""
+
+    STOP_RUNNING = "stop_running"  # end the agent's process group, keep its work
+    PAUSE_RUNNING = "pause_running"  # the same, and save a wait state to resume from
+    CANCEL_WAIT = "cancel_wait"  # move the wait state aside, tell the source
+    DROP_QUEUED = "drop_queued"  # take the task out of its queue, tell the source
+    PAUSE = "pause"  # remember the task is paused (its candidates are passed over)
+    RESUME = "resume"  # forget a pause
+    CONSUME_ORDER = "consume_order"  # the order is done (or expired, or refused)
+    CLEAN = "clean"  # a stale item holding nothing: remove or release it
+    KEEP_WORK = "keep_work"  # a stale item holding work: commit it to its branch or keep it
+    CLARIFY = "clarify"  # ask the sender what they meant
+    NOTE_REPLY = "note_reply"  # a reply was read and needs nothing done
+
+
+@dataclass(frozen=True)
+class Action:
+    act: Act
+    task_id: str
+    reason: str  # a Reason
+    order_id: str | None = None
+    detail: str = ""
+    ref: Any = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One flow in the plan: paused or queued, with how to resume it."""
+
+    task_id: str
+    kind: str
+    priority: Priority
+    resume_brief: str
+    last_active_at: float | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    task: Task | None
+    source: str | None
+    reason_codes: tuple[str, ...]
+    candidates: dict[str, int] = field(default_factory=dict)
+    wait: ReadyWait | None = None
+    priority: Priority | None = None
+    actions: tuple[Action, ...] = ()
+    paused: tuple[PlanEntry, ...] = ()
+    queued: tuple[PlanEntry, ...] = ()
+    signals: tuple[str, ...] = ()  # "SIGNAL@task:0.80" for each classified reply
+    flows: dict[str, int] = field(default_factory=dict)  # presence flags per flow kind
+
+    @property
+    def idle(self) -> bool:
+        return self.task is None
+
+    def event(self) -> dict[str, Any]:
+        """The kernel's part of the decision event (JSON-ready)."""
+        return {
+            "priority": self.priority.name.lower() if self.priority is not None else None,
+            "actions": [
+                {
+                    "act": a.act.value,
+                    "task": a.task_id,
+                    "reason": a.reason,
+                    **({"order": a.order_id} if a.order_id else {}),
+                    **({"detail": a.detail} if a.detail else {}),
+                }
+                for a in self.actions
+            ],
+            "paused": [_entry(e) for e in self.paused][:50],
+            "queued": [_entry(e) for e in self.queued][:50],
+            "signals": list(self.signals),
+            "flows": dict(self.flows),
+        }
+
+
+def _entry(entry: PlanEntry) -> dict[str, Any]:
+    return {
+        "task": entry.task_id,
+        "kind": entry.kind,
+        "priority": entry.priority.name.lower(),
+        "resume_brief": entry.resume_brief,
+        "last_active_at": entry.last_active_at,
+    }

@@ -1,0 +1,113 @@
+"""Reading the world into the kernel's part of a snapshot (I/O, no deciding).
+
+Each flow's source of truth stays where it is: orders in their files, wait states in theirs,
+pause marks and replies already read in the kernel's tables, claims in SQLite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from datetime import UTC, datetime
+
+from worker.config import Settings
+from worker.errors import MalformedInput
+from worker.kernel import control, db, staleness
+from worker.kernel.model import ReplySignal, Snapshot, StaleItem, WaitingFlow
+from worker.kernel.replies import ReplyClassifier, interpret
+from worker.sources.inbox import Message
+from worker.store import Store
+from worker.waits.state import load_wait_state, wait_state_files
+
+log = logging.getLogger(__name__)
+
+
+def observe(
+    settings: Settings,
+    store: Store | None,
+    snap: Snapshot,
+    *,
+    dry_run: bool = False,
+    classifier: ReplyClassifier | None = None,
+) -> Snapshot:
+    """The snapshot with the kernel's observations added: orders, paused flows, pause marks,
+    stale leftovers (not in a dry run) and the replies not read yet."""
+    now = time.time()
+    ready = {w.task.id for w in snap.ready_waits}
+    waiting = tuple(waiting_flows(settings, skip=ready))
+    paused: frozenset[str] = frozenset()
+    stale: tuple[StaleItem, ...] = ()
+    signals: tuple[ReplySignal, ...] = ()
+    if store is not None:
+        paused = db.paused_ids(store)
+        if not dry_run:
+            stale = tuple(staleness.find(settings, store, now))
+        read = db.replies_read(store)
+        ids = ready | {w.task.id for w in waiting}
+        signals = tuple(
+            s for s in reply_signals(settings, ids, classifier) if s.reply_id not in read
+        )
+    return dataclasses.replace(
+        snap,
+        controls=tuple(control.read_orders(settings)),
+        waiting=waiting,
+        paused=paused,
+        stale=stale,
+        signals=signals,
+        now=now,
+    )
+
+
+def waiting_flows(settings: Settings, skip: set[str]) -> list[WaitingFlow]:
+    from worker.waits.phase0 import task_of
+
+    flows = []
+    for path in wait_state_files(settings.wait_states):
+        try:
+            state = load_wait_state(path)
+        except MalformedInput:
+            continue  # phase 0 moves it aside with its reason
+        if state.task_id in skip:
+            continue
+        last = state.last_active_at or state.timestamp
+        flows.append(WaitingFlow(task_of(state), state.resume_brief, _epoch(last), path))
+    return flows
+
+
+def reply_signals(
+    settings: Settings, task_ids: set[str], classifier: ReplyClassifier | None = None
+) -> list[ReplySignal]:
+    """Replies in the inbox to a waiting task, from someone else than this machine."""
+    if not task_ids or not settings.inbox.is_dir():
+        return []
+    approvers = settings.waits.approvers
+    found = []
+    for path in sorted(settings.inbox.glob("*.json")):
+        try:
+            raw = path.read_bytes()
+            if b'"in_reply_to"' not in raw or b'"in_reply_to": null' in raw:
+                continue  # cheap: only replies are parsed
+            message = Message.model_validate_json(raw)
+        except (OSError, ValueError):
+            continue
+        if message.in_reply_to not in task_ids or message.sender == settings.machine_id:
+            continue
+        if message.to not in (settings.machine_id, "all"):
+            continue
+        trusted = not approvers or message.sender in approvers
+        found.append(
+            interpret(
+                message.id,
+                message.in_reply_to or "",
+                message.body or message.subject,
+                message.sender,
+                trusted,
+                classifier,
+            )
+        )
+    return found
+
+
+def _epoch(at: datetime) -> float:
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()

@@ -1,0 +1,169 @@
+"""The stop watcher: while a task runs, obey the orders that target it, within a second or so.
+
+A thread polls the orders (`control.read_orders`: the control folder every tick, the inbox
+when its folder changed) and asks the same pure `decide` with the running task in the
+snapshot. On a stop or pause it sets the run's stop flag and ends the agent's process group
+at once (the loop would only notice the flag at the agent's next output line). After the
+loop, `settle` turns the stopped result into `cancelled` (or `waiting`, for a pause) and
+consumes the orders; the caller then reports to the task's source and releases the claim.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from worker.config import Settings
+from worker.kernel import control
+from worker.kernel.decide import decide
+from worker.kernel.model import Act, Action, ControlOrder, Reason, Snapshot
+from worker.models import Outcome, Task, TaskResult
+
+log = logging.getLogger(__name__)
+
+POLL_S = 1.0
+_GRACE_S = 3.0
+
+
+class StopWatcher:
+    def __init__(
+        self, settings: Settings, task: Task, stop: threading.Event, poll_s: float = POLL_S
+    ) -> None:
+        self.settings = settings
+        self.task = task
+        self.stop = stop
+        self.poll_s = poll_s
+        self.taken: Action | None = None
+        self.orders: list[ControlOrder] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="kernel-stop-watcher", daemon=True)
+
+    def __enter__(self) -> StopWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._done.set()
+        self._thread.join(timeout=10.0)
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.poll_s):
+            try:
+                if self.check():
+                    return
+            except Exception as exc:  # the watcher must never take the run down
+                log.warning("stop watcher: %s", exc, exc_info=True)
+
+    def check(self) -> bool:
+        """One look at the orders; True when the running task was stopped or paused."""
+        orders = [o for o in control.read_orders(self.settings) if o.targets(self.task.id)]
+        if not orders:
+            return False
+        snap = Snapshot(running=self.task, controls=tuple(orders), now=time.time())
+        decision = decide(snap)
+        for action in decision.actions:
+            if action.act in (Act.STOP_RUNNING, Act.PAUSE_RUNNING):
+                self.taken = action
+                self.orders = [o for o in orders if o.trusted]
+                log.warning("kernel: %s %s (%s)", action.act.value, self.task.id, action.detail)
+                self.stop.set()
+                kill_agent_groups()
+                return True
+        return False
+
+    def settle(self, result: TaskResult, mode_id: str) -> TaskResult:
+        """After the loop: a task stopped by an order is cancelled (or paused into a wait
+        state), its work kept; the orders are consumed. A task that ended on its own before
+        the order arrived keeps its outcome, and the order stays for the next run."""
+        action = self.taken
+        if action is None or result.outcome not in (Outcome.STOPPED, Outcome.FAILURE):
+            return result
+        result.reason_codes += [Reason.SAFETY_OVERRIDE, action.reason]
+        if action.act is Act.PAUSE_RUNNING:
+            result.wait_state = _save_pause(self.settings, self.task, result, mode_id, action)
+            result.outcome, result.reason = Outcome.WAITING, f"paused: {action.detail}"
+        else:
+            result.outcome, result.reason = Outcome.CANCELLED, f"cancelled: {action.detail}"
+        for order in self.orders:
+            control.consume(order, f"{action.reason}: {self.task.id} {result.outcome.value}")
+        return result
+
+
+def _save_pause(
+    settings: Settings, task: Task, result: TaskResult, mode_id: str, action: Action
+) -> Path:
+    from worker.waits.state import WaitContext, WaitState, save_wait_state
+
+    last = result.iterations[-1] if result.iterations else None
+    state = WaitState.model_validate(
+        {
+            "taskId": task.id,
+            "timestamp": datetime.now(UTC),
+            "resumeWhen": "user_approval",
+            "reason": f"paused by an order: {action.detail}",
+            "waitFor": "a resume order",
+            "context": WaitContext(
+                mode=result.mode or mode_id,
+                model=last.model if last else "",
+                iteration=last.iteration if last else 1,
+                outputSnippet=result.final_text[-1000:],
+            ),
+            "source": task.source,
+            "taskTitle": task.title,
+            "taskBody": task.body,
+            "sourceRef": {k: v for k, v in task.ref.items() if isinstance(v, str | int | float)},
+            "sessionId": result.session_id,
+            "modesUsed": result.modes,
+            "costUsd": result.cost_usd,
+            "approvers": settings.waits.approvers,
+            "resumeBrief": f"paused in {result.mode or mode_id}: {task.title}"[:300],
+        }
+    )
+    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+
+
+def kill_agent_groups(grace_s: float = _GRACE_S) -> list[int]:
+    """End the process groups this process started (the agent, its children): SIGTERM, then
+    SIGKILL after a grace. worker's processes lead their own group (`proc.run_process`), so
+    a child of ours whose group id is its pid is one of them. Linux only (/proc)."""
+    if sys.platform != "linux":
+        return []
+    me, groups = os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
+        if ppid == me and pgid == pid:
+            groups.append(pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+        if sig == signal.SIGTERM and groups:
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline and any(_alive(g) for g in groups):
+                time.sleep(0.1)
+    return groups
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -1,0 +1,56 @@
+"""What a finished task changed, from git: files, lines and a diff excerpt for the reviewers.
+
+With a task branch (worktrees) it is the branch against its merge base with HEAD; without one,
+the uncommitted changes of the workspace. Outside git, or on any git error, nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from worker.proc import run_process
+
+_GIT_TIMEOUT_S = 60.0
+
+
+@dataclass
+class Changes:
+    files: list[str] = field(default_factory=list)
+    lines: int = 0  # added + removed
+    diff: str = ""  # an excerpt, capped
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    proc = run_process(["git", *args], cwd=cwd, timeout_s=_GIT_TIMEOUT_S, cap_bytes=400_000)
+    return proc.stdout if proc.exit_code == 0 else None
+
+
+def task_changes(workspace: Path, branch: str | None, max_chars: int) -> Changes:
+    if not (workspace / ".git").exists():
+        return Changes()
+    if branch:
+        base = _git(workspace, "merge-base", "HEAD", branch)
+        if not base:
+            return Changes()
+        spec = [f"{base.strip()}..{branch}"]
+    else:
+        spec = ["HEAD"]
+    numstat = _git(workspace, "diff", "--numstat", *spec)
+    if numstat is None:
+        return Changes()
+    changes = Changes()
+    for line in numstat.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) != 3:
+            continue
+        added, removed, path = parts
+        changes.files.append(path)
+        changes.lines += int(added) if added.isdigit() else 0
+        changes.lines += int(removed) if removed.isdigit() else 0
+    if max_chars > 0 and changes.files:
+        patch = _git(workspace, "diff", *spec) or ""
+        changes.diff = patch[:max_chars] + (
+            "\n[... diff cut ...]" if len(patch) > max_chars else ""
+        )
+    return changes

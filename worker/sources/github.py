@@ -1,0 +1,331 @@
+"""GitHub issues as a task source: select, claim visibly, report in one status comment.
+
+list()    one conditional GET of the labelled open issues per repository (304 = free), the
+          selection rules of github_selection, and a trust verdict cached per issue version.
+claim()   local lease, then on GitHub: fresh issue, trust (label events + permission), the
+          claim comment, the in-progress label, the assignment; then the claim comments are
+          read again and the run backs off unless its claim is the earliest live one.
+report()  push (and pull request), the same status comment updated, end-state labels.
+Dry runs (store None) read but never write: not to GitHub, not to SQLite.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import os
+import time
+from typing import Any
+from urllib.parse import quote
+
+from worker.config import Settings
+from worker.models import Outcome, Task, TaskResult
+from worker.sources.base import Listing, Skipped
+from worker.sources.github_claims import (
+    check_trust,
+    create_once,
+    earliest_live,
+    find_own,
+    marker,
+    parse_claims,
+)
+from worker.sources.github_client import GitHubClient, GitHubError, make_client, token_from_env
+from worker.sources.github_report import (
+    claimed_body,
+    end_label,
+    open_pull_request,
+    push_branch,
+    result_body,
+)
+from worker.sources.github_selection import (
+    SOURCE,
+    issue_task,
+    label_names,
+    order,
+    parse_task_id,
+    screen,
+    timestamp,
+)
+from worker.store import Store
+
+log = logging.getLogger(__name__)
+
+Issue = dict[str, Any]
+
+
+class GitHubSource:
+    name = SOURCE
+
+    def __init__(self, settings: Settings, store: Store | None, *, dry_run: bool = False,
+                 open_pr: bool | None = None, client: GitHubClient | None = None) -> None:
+        self.settings = settings
+        self.gh = settings.github
+        self.store = None if dry_run else store
+        self.dry_run = dry_run or store is None
+        self.open_pr = self.gh.open_pr if open_pr is None else open_pr
+        self.client = client or make_client(self.gh, self.store)
+        self._trust: dict[str, dict[str, Any]] = {}
+        self._renewed: dict[str, float] = {}
+
+    # -- listing ----------------------------------------------------------------------------
+    def list(self) -> Listing:
+        listing = Listing(self.name)
+        if not self.client.polling_allowed():
+            message = (f"github: rate limit below the floor of {self.gh.rate_limit_floor} "
+                       f"({self.client.rate.describe()}); polling paused until the reset")
+            log.warning(message)
+            listing.errors.append(message)
+            return listing
+        tasks: builtins.list[Task] = []
+        for repo in self.gh.repos:
+            try:
+                tasks += self._list_repo(repo, listing)
+            except Exception as exc:  # one repository's failure is an error, not a crash
+                log.warning("github: %s: %s", repo, exc)
+                listing.errors.append(f"github {repo}: {exc}")
+        listing.tasks = order(tasks)
+        return listing
+
+    def _list_repo(self, repo: str, listing: Listing) -> builtins.list[Task]:
+        response = self.client.get(
+            f"/repos/{repo}/issues", cache_key=f"issues:{repo}:{self.gh.label}",
+            params={"state": "open", "labels": self.gh.label, "sort": "created",
+                    "direction": "asc", "per_page": min(100, self.gh.max_issues)})
+        issues: builtins.list[Issue] = [i for i in response.data or [] if isinstance(i, dict)]
+        login = self.client.login() if any(i.get("assignees") for i in issues) else None
+        found = []
+        for issue in issues[: self.gh.max_issues]:
+            task = issue_task(repo, issue)
+            verdict = screen(issue, self.gh, login)
+            code, detail = verdict.reason_code, verdict.detail
+            if code is None and self.gh.in_progress_label in task.labels:
+                code, detail = self._claimed(task, issue)
+            if code is None:
+                trusted, why = self._trusted(repo, issue)
+                if not trusted:
+                    code, detail = "UNTRUSTED_TRIGGER", why
+            if code is not None:
+                if code != "NOT_AN_ISSUE":
+                    listing.skipped.append(Skipped(task.id, code, detail))
+                continue
+            found.append(task)
+        return found
+
+    def _claimed(self, task: Task, issue: Issue) -> tuple[str | None, str]:
+        """A claim label: skip unless the claim may have expired (claim() makes sure)."""
+        mine = self.store.claim_of(task.id) if self.store is not None else None
+        if mine is not None and mine["machine_id"] == self.settings.machine_id:
+            if mine["state"] == "expired" or (
+                    mine["state"] == "active" and mine["lease_until"] <= time.time()):
+                return None, ""  # our own run died: take it back
+            if mine["state"] == "active":
+                return "ALREADY_CLAIMED", "by this machine"
+        quiet_s = time.time() - timestamp(issue.get("updated_at"))
+        if quiet_s >= self.gh.claim_ttl_s:
+            return None, ""
+        return "ALREADY_CLAIMED", f"claim label {self.gh.in_progress_label!r}"
+
+    def _trusted(self, repo: str, issue: Issue) -> tuple[bool, str]:
+        """Trust verdict, cached per issue version (updated_at) so idle runs cost nothing."""
+        key = f"github:trust:{repo}#{issue['number']}"
+        stamp = {"updated_at": issue.get("updated_at"), "label": self.gh.label}
+        cached = self._trust.get(key)
+        if cached is None and self.store is not None:
+            raw = self.store.get(key)
+            cached = json.loads(raw) if raw else None
+        if cached is not None and cached.get("stamp") == stamp:
+            return bool(cached["trusted"]), str(cached["why"])
+        trusted, why = check_trust(self.client, self.gh, repo, int(issue["number"]))
+        value = {"stamp": stamp, "trusted": trusted, "why": why}
+        self._trust[key] = value
+        if self.store is not None:
+            self.store.put(key, json.dumps(value))
+        return trusted, why
+
+    def find(self, task_id: str) -> Task | None:
+        parsed = parse_task_id(task_id)
+        if parsed is None or parsed[0] not in self.gh.repos:
+            return None
+        try:
+            return issue_task(parsed[0], self.client.issue(*parsed))
+        except GitHubError as exc:
+            if exc.status in (404, 410):  # deleted or transferred
+                return None
+            raise
+
+    # -- claims -----------------------------------------------------------------------------
+    def claim(self, task: Task, run_id: int) -> bool:
+        if self.dry_run or self.store is None:
+            return False
+        repo, number = task.ref["repo"], int(task.ref["number"])
+        if not self.store.claim(task.id, self.name, self.settings.machine_id, os.getpid(),
+                                self.settings.lease_seconds, run_id=run_id, repo=repo,
+                                number=number):
+            return False
+        try:
+            code = self._claim_remote(task, repo, number, run_id)
+        except GitHubError as exc:
+            code = f"CLAIM_FAILED: {exc}"
+        if code is None:
+            return True
+        log.warning("github: not taking %s: %s", task.id, code)
+        self.store.release_claim(task.id, "released")
+        return False
+
+    def _claim_remote(self, task: Task, repo: str, number: int, run_id: int) -> str | None:
+        client, gh = self.client, self.gh
+        issue = client.issue(repo, number)
+        if issue.get("state") != "open" or issue.get("locked"):
+            return "ISSUE_CLOSED" if issue.get("state") != "open" else "ISSUE_LOCKED"
+        trusted, why = check_trust(client, gh, repo, number)
+        if not trusted:
+            return f"UNTRUSTED_TRIGGER: {why}"
+        login = client.login()
+        me, run = self.settings.machine_id, str(run_id)
+        path = f"/repos/{repo}/issues/{number}/comments"
+
+        def others(claims: builtins.list[Any]) -> set[int]:
+            # Our earlier runs are dead or done: we hold the local lease now.
+            return {c.comment_id for c in claims if c.machine == me and c.run != run}
+
+        claims = parse_claims(client.comments(repo, number), task.id, login)
+        holder = earliest_live(claims, gh.claim_ttl_s, ignore=others(claims))
+        if holder is not None:
+            return f"ALREADY_CLAIMED by {holder.machine} (run {holder.run})"
+        head = marker(me, task.id, run)
+
+        def find_mine() -> dict[str, Any] | None:
+            for comment in client.comments(repo, number):
+                if str(comment.get("body", "")).startswith(head):
+                    return comment
+            return None
+
+        comment = create_once(client, ("POST", path, {"body": claimed_body(head, me, run)}),
+                              find_mine)
+        client.request("POST", f"/repos/{repo}/issues/{number}/labels",
+                       body={"labels": [gh.in_progress_label]})
+        for label in set(gh.end_labels) & set(label_names(issue)):
+            self._remove_label(repo, number, label)
+        if gh.assign and login:
+            try:
+                client.request("POST", f"/repos/{repo}/issues/{number}/assignees",
+                               body={"assignees": [login]})
+            except GitHubError as exc:  # not allowed with this token: the label is enough
+                log.info("github: cannot assign %s: %s", task.id, exc)
+        claims = parse_claims(client.comments(repo, number), task.id, login)
+        holder = earliest_live(claims, gh.claim_ttl_s, ignore=others(claims))
+        if holder is not None and holder.comment_id != int(comment["id"]):
+            client.request("DELETE", f"/repos/{repo}/issues/comments/{comment['id']}")
+            return f"ALREADY_CLAIMED by {holder.machine} (run {holder.run}), claimed first"
+        task.ref.update(comment_id=int(comment["id"]), run=run)
+        self._renewed[task.id] = time.time()
+        return None
+
+    def renew(self, task: Task) -> None:
+        if self.store is None:
+            return
+        self.store.renew_claim(task.id, self.settings.lease_seconds)
+        last = self._renewed.get(task.id, 0.0)
+        comment_id = task.ref.get("comment_id")
+        # The comment's update time is the claim's heartbeat; a quarter of the TTL is enough.
+        if comment_id is None or time.time() - last < self.gh.claim_ttl_s / 4:
+            return
+        head = marker(self.settings.machine_id, task.id, task.ref.get("run", "?"))
+        body = claimed_body(head, self.settings.machine_id, task.ref.get("run", "?"))
+        try:
+            self.client.request("PATCH", f"/repos/{task.ref['repo']}/issues/comments/"
+                                f"{comment_id}", body={"body": body})
+            self._renewed[task.id] = time.time()
+        except GitHubError as exc:
+            log.warning("github: could not renew the claim of %s: %s", task.id, exc)
+
+    def release(self, task: Task, result: TaskResult) -> None:
+        if self.store is not None:
+            state = "released" if result.outcome is Outcome.STOPPED else result.outcome.value
+            self.store.release_claim(task.id, state)
+
+    # -- reporting --------------------------------------------------------------------------
+    def report(self, task: Task, result: TaskResult) -> None:
+        """Update the status comment in place, set the end-state label, drop the claim label.
+        Raises GitHubError when a step failed (the outcome is safe in SQLite)."""
+        if self.dry_run or "repo" not in task.ref:
+            return
+        repo, number = task.ref["repo"], int(task.ref["number"])
+        notes, errors = self._deliver(task, result), []
+        try:
+            self._write_status(task, repo, number, result, notes)
+        except GitHubError as exc:
+            errors.append(str(exc))
+        label = end_label(self.gh, result.outcome)
+        try:
+            if label is not None:
+                self.client.request("POST", f"/repos/{repo}/issues/{number}/labels",
+                                    body={"labels": [label]})
+            self._remove_label(repo, number, self.gh.in_progress_label)
+            login = self.client.login()
+            if result.outcome is Outcome.STOPPED and login:  # available again, to anyone
+                self.client.request("DELETE", f"/repos/{repo}/issues/{number}/assignees",
+                                    body={"assignees": [login]})
+        except GitHubError as exc:
+            errors.append(str(exc))
+        if errors:
+            raise GitHubError(f"report of {task.id}: " + "; ".join(errors))
+
+    def _deliver(self, task: Task, result: TaskResult) -> builtins.list[str]:
+        """Push the branch and open the pull request; what happened, as notes for the comment."""
+        if result.outcome is not Outcome.SUCCESS or not result.branch or not self.gh.push:
+            return []
+        error = push_branch(self.gh, self.settings.workspace, result.branch, token_from_env())
+        if error is not None:
+            return [f"⚠️ {error}"]
+        notes = [f"Branch `{result.branch}` pushed."]
+        if self.open_pr:
+            try:
+                url = open_pull_request(self.client, self.gh, task, result.branch)
+                notes.append(f"Pull request: {url}")
+            except GitHubError as exc:
+                notes.append(f"⚠️ could not open a pull request: {exc}")
+        return notes
+
+    def _write_status(self, task: Task, repo: str, number: int, result: TaskResult,
+                      notes: builtins.list[str]) -> None:
+        me = self.settings.machine_id
+        comment_id = task.ref.get("comment_id")
+        run = str(task.ref.get("run") or "?")
+        path = f"/repos/{repo}/issues/{number}/comments"
+        login = self.client.login()
+        if comment_id is None:  # e.g. a task resumed from an older wait state: find ours
+            own = find_own(parse_claims(self.client.comments(repo, number), task.id, login), me)
+            comment_id, run = (own.comment_id, own.run) if own else (None, run)
+        state = "released" if result.outcome is Outcome.STOPPED else result.outcome.value
+        head = marker(me, task.id, run, state=state)
+        body = result_body(head, me, run, result, notes)
+        if comment_id is not None:
+            try:
+                self.client.request("PATCH", f"/repos/{repo}/issues/comments/{comment_id}",
+                                    body={"body": body})
+                return
+            except GitHubError as exc:
+                if exc.status != 404:
+                    raise
+        active = marker(me, task.id, run)
+
+        def find_mine() -> dict[str, Any] | None:
+            for comment in self.client.comments(repo, number):
+                if str(comment.get("body", "")).startswith((head, active)):
+                    return comment
+            return None
+
+        created = create_once(self.client, ("POST", path, {"body": body}), find_mine)
+        if not str(created.get("body", "")).startswith(head):
+            self.client.request("PATCH", f"/repos/{repo}/issues/comments/{created['id']}",
+                                body={"body": body})
+
+    def _remove_label(self, repo: str, number: int, label: str) -> None:
+        try:
+            self.client.request("DELETE",
+                                f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}")
+        except GitHubError as exc:
+            if exc.status != 404:  # not there: nothing to remove
+                raise

@@ -1,0 +1,338 @@
+"""A small GitHub REST client on PyGithub's requester, shared by the source and the waits.
+
+- `make_client(settings, store)` builds it from `[github]` settings; the token comes from
+  `WORKER_GITHUB_TOKEN` or `GITHUB_TOKEN` and is never logged, stored or put in a message.
+- `client.get(path, cache_key=...)` sends `If-None-Match` with the ETag kept in SQLite (kv
+  `github:etag:<key>`); a 304 answer is free of rate limit and returns the cached data.
+- Rate limits are read from every answer's headers (`client.rate`) and kept in kv
+  `github:rate`, so that the next run also knows; `client.polling_allowed()` says whether the
+  remaining budget is above `rate_limit_floor`.
+- Server errors, timeouts and secondary rate limits (with `Retry-After`) are retried with
+  tenacity; what remains is a `GitHubError` whose message is redacted.
+- `client.has_write_access(repo, login)` is the trust check (admin, maintain or write).
+PyGithub is imported lazily: `worker --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from worker.errors import WorkerError
+from worker.proc import redact
+from worker.sources.github_settings import GitHubSettings
+
+if TYPE_CHECKING:
+    from worker.store import Store
+
+log = logging.getLogger(__name__)
+
+TOKEN_VARIABLES = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN")
+_RETRY_STATUS = {500, 502, 503, 504}
+_WRITE_PERMISSIONS = {"admin", "maintain", "write"}
+_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+
+class GitHubError(WorkerError):
+    """A GitHub request failed after its retries; the message names the request, never the token."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None,
+                 rate_limited: bool = False) -> None:
+        super().__init__(redact(message))
+        self.status = status
+        self.retry_after = retry_after
+        self.rate_limited = rate_limited
+
+
+class RateLimitFloor(GitHubError):
+    """Fewer requests left than the floor: the source stops polling until the reset."""
+
+
+@dataclass
+class RateLimit:
+    remaining: int | None = None
+    limit: int | None = None
+    reset: float | None = None  # epoch seconds
+
+    def describe(self) -> str:
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(self.reset)) if self.reset else "?"
+        return f"{self.remaining} of {self.limit} requests left, reset at {when}"
+
+
+@dataclass
+class Response:
+    status: int
+    data: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    not_modified: bool = False
+
+
+@dataclass
+class RequestStats:
+    requests: int = 0
+    costed: int = 0  # answers other than 304: what counts against the rate limit
+    not_modified: int = 0
+
+
+def token_from_env(env: dict[str, str] | None = None) -> str | None:
+    """The token from WORKER_GITHUB_TOKEN (preferred) or GITHUB_TOKEN; None when unset."""
+    env = dict(os.environ) if env is None else env
+    for name in TOKEN_VARIABLES:
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def make_client(settings: GitHubSettings, store: Store | None = None,
+                token: str | None = None) -> GitHubClient:
+    """A client for `settings.base_url`; `store` None keeps ETags in memory only (dry runs)."""
+    return GitHubClient(settings, store, token if token is not None else token_from_env())
+
+
+class GitHubClient:
+    def __init__(self, settings: GitHubSettings, store: Store | None, token: str | None) -> None:
+        import github  # lazy: PyGithub is heavy
+
+        self.settings = settings
+        self.store = store
+        self.stats = RequestStats()
+        self.rate = RateLimit()
+        self._memory: dict[str, str] = {}
+        self._login: str | None = None
+        auth = github.Auth.Token(token) if token else None
+        self._gh = github.Github(
+            auth=auth, base_url=settings.base_url, timeout=settings.request_timeout_s,
+            retry=None,  # no urllib3 retries: tenacity retries, and counts, every attempt
+            per_page=100,
+            seconds_between_requests=settings.seconds_between_requests or None,
+            seconds_between_writes=settings.seconds_between_writes or None,
+        )
+        self._requester = self._gh.requester
+        self._load_rate()
+
+    @property
+    def github(self) -> Any:
+        """The underlying `github.Github` (for PyGithub's typed objects where they help)."""
+        return self._gh
+
+    # -- requests ---------------------------------------------------------------------------
+    def request(self, verb: str, path: str, *, params: dict[str, Any] | None = None,
+                body: Any = None, headers: dict[str, str] | None = None,
+                retry: bool = True) -> Response:
+        """One REST call with retries; raises GitHubError for what remains (4xx, exhausted)."""
+        attempts = self.settings.retries + 1 if retry else 1
+        retrying = Retrying(
+            stop=stop_after_attempt(attempts), retry=retry_if_exception(self.retryable),
+            wait=self._wait, reraise=True,
+            before_sleep=lambda state: log.warning(
+                "github: %s %s failed (%s); retrying", verb, path,
+                state.outcome.exception() if state.outcome else "?"),
+        )
+        return retrying(self._once, verb, path, params, body, headers)
+
+    def get(self, path: str, *, params: dict[str, Any] | None = None,
+            cache_key: str | None = None) -> Response:
+        """GET; with `cache_key`, a conditional request answered from the cache on 304."""
+        headers: dict[str, str] = {}
+        cached = self._cached(cache_key) if cache_key else None
+        if cached is not None:
+            headers["If-None-Match"] = cached["etag"]
+        response = self.request("GET", path, params=params, headers=headers)
+        if response.status == 304 and cached is not None:
+            return Response(304, cached["data"], response.headers, not_modified=True)
+        etag = response.headers.get("etag")
+        if cache_key and etag:
+            self._remember(cache_key, {"etag": etag, "data": response.data})
+        return response
+
+    def paginate(self, path: str, *, params: dict[str, Any] | None = None,
+                 limit: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every item of a list answer, following `Link: rel="next"`, up to `limit` items."""
+        url: str | None = path
+        params = {"per_page": 100, **(params or {})}
+        count = 0
+        while url is not None:
+            response = self.request("GET", url, params=params)
+            for item in response.data or []:
+                yield item
+                count += 1
+                if count >= limit:
+                    return
+            match = _NEXT.search(response.headers.get("link", ""))
+            url, params = (match.group(1), None) if match else (None, None)
+
+    def _once(self, verb: str, path: str, params: dict[str, Any] | None, body: Any,
+              headers: dict[str, str] | None) -> Response:
+        import requests
+
+        self.stats.requests += 1
+        try:
+            status, resp_headers, output = self._requester.requestJson(
+                verb, path, params, dict(headers or {}), body)
+        except (requests.Timeout, requests.ConnectionError, TimeoutError, OSError) as exc:
+            raise GitHubError(f"{verb} {path}: {type(exc).__name__}: {exc}") from None
+        resp_headers = {key.lower(): value for key, value in resp_headers.items()}
+        self._read_rate(resp_headers)
+        if status == 304:
+            self.stats.not_modified += 1
+        else:
+            self.stats.costed += 1
+        data: Any = None
+        if output:
+            try:
+                data = json.loads(output)
+            except ValueError:
+                data = {"message": output[:200]}
+        if status >= 400:
+            raise self._error(verb, path, status, resp_headers, data)
+        return Response(status, data, resp_headers)
+
+    def _error(self, verb: str, path: str, status: int, headers: dict[str, str],
+               data: Any) -> GitHubError:
+        message = (data or {}).get("message", "") if isinstance(data, dict) else ""
+        retry_after = _float(headers.get("retry-after"))
+        primary = status in (403, 429) and headers.get("x-ratelimit-remaining") == "0"
+        secondary = status in (403, 429) and (
+            retry_after is not None or "secondary rate limit" in message.lower())
+        text = f"{verb} {path}: HTTP {status}" + (f" {message}" if message else "")
+        if primary and not secondary:
+            reset = _float(headers.get("x-ratelimit-reset"))
+            when = time.strftime("%H:%M:%S UTC", time.gmtime(reset)) if reset else "?"
+            text += f" (rate limit exhausted until {when})"
+        return GitHubError(text, status, retry_after, rate_limited=primary or secondary)
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Is `exc` worth another attempt (timeout, 5xx, short secondary rate limit)?"""
+        if not isinstance(exc, GitHubError) or isinstance(exc, RateLimitFloor):
+            return False
+        if exc.status is None or exc.status in _RETRY_STATUS:  # timeout, reset, 5xx
+            return True
+        # A secondary rate limit says when to come back; a long wait is an error instead.
+        return (exc.rate_limited and exc.retry_after is not None
+                and exc.retry_after <= self.settings.max_retry_after_s)
+
+    def backoff(self, attempt: int, exc: BaseException | None = None) -> float:
+        """Seconds before attempt `attempt + 1`: Retry-After when given, else doubling."""
+        if isinstance(exc, GitHubError) and exc.retry_after is not None:
+            return exc.retry_after
+        return min(30.0, self.settings.backoff_s * 2 ** (attempt - 1))
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        return self.backoff(state.attempt_number, exc)
+
+    # -- rate limit -------------------------------------------------------------------------
+    def _read_rate(self, headers: dict[str, str]) -> None:
+        remaining = headers.get("x-ratelimit-remaining")
+        if remaining is None:
+            return
+        self.rate = RateLimit(int(float(remaining)), _int(headers.get("x-ratelimit-limit")),
+                              _float(headers.get("x-ratelimit-reset")))
+        self._put("github:rate", json.dumps(self.rate.__dict__))
+
+    def _load_rate(self) -> None:
+        raw = self._get("github:rate")
+        if raw:
+            with contextlib.suppress(ValueError, TypeError):
+                self.rate = RateLimit(**json.loads(raw))
+
+    def polling_allowed(self, now: float | None = None) -> bool:
+        """False while fewer than `rate_limit_floor` requests are left and the reset is ahead."""
+        now = time.time() if now is None else now
+        rate = self.rate
+        if rate.remaining is None or rate.remaining >= self.settings.rate_limit_floor:
+            return True
+        return rate.reset is not None and rate.reset <= now
+
+    # -- the ETag cache ---------------------------------------------------------------------
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        raw = self._get(f"github:etag:{key}")
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) and "etag" in value else None
+
+    def _remember(self, key: str, value: dict[str, Any]) -> None:
+        self._put(f"github:etag:{key}", json.dumps(value))
+
+    def _get(self, key: str) -> str | None:
+        if self.store is not None:
+            return self.store.get(key)
+        return self._memory.get(key)
+
+    def _put(self, key: str, value: str) -> None:
+        if self.store is not None:
+            self.store.put(key, value)
+        else:
+            self._memory[key] = value
+
+    # -- reads used by the source and the waits ---------------------------------------------
+    def login(self) -> str | None:
+        """The token's user (conditional GET /user, cached); None without a token."""
+        if self._login is None:
+            try:
+                self._login = self.get("/user", cache_key="user").data.get("login")
+            except GitHubError as exc:
+                log.warning("github: cannot read the token's user: %s", exc)
+                return None
+        return self._login
+
+    def issue(self, repo: str, number: int) -> dict[str, Any]:
+        return dict(self.request("GET", f"/repos/{repo}/issues/{number}").data)
+
+    def comments(self, repo: str, number: int) -> list[dict[str, Any]]:
+        return list(self.paginate(f"/repos/{repo}/issues/{number}/comments"))
+
+    def events(self, repo: str, number: int) -> list[dict[str, Any]]:
+        return list(self.paginate(f"/repos/{repo}/issues/{number}/events"))
+
+    def permission(self, repo: str, login: str) -> str:
+        """`admin`, `maintain`, `write`, `triage`, `read` or `none` (no such collaborator)."""
+        try:
+            data = self.request(
+                "GET", f"/repos/{repo}/collaborators/{quote(login)}/permission").data
+        except GitHubError as exc:
+            if exc.status in (403, 404):
+                return "none"
+            raise
+        role = str(data.get("role_name") or "")
+        return role if role in _WRITE_PERMISSIONS else str(data.get("permission") or "none")
+
+    def has_write_access(self, repo: str, login: str) -> bool:
+        """True when `login` may push to `repo` (admin, maintain or write)."""
+        return self.permission(repo, login) in _WRITE_PERMISSIONS
+
+
+def label_actor(events: list[dict[str, Any]], label: str) -> str | None:
+    """Who applied `label` last (from an issue's events), or None when nobody did."""
+    actor = None
+    for event in events:
+        if event.get("event") == "labeled" and (event.get("label") or {}).get("name") == label:
+            actor = (event.get("actor") or {}).get("login")
+    return actor
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _int(value: str | None) -> int | None:
+    number = _float(value)
+    return int(number) if number is not None else None

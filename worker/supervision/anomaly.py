@@ -1,0 +1,45 @@
+"""The anomaly record every detector emits, and the severity levels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+WARN = "warn"
+URGENT = "urgent"
+EMERGENCY = "emergency"
+SEVERITY = {WARN: 1, URGENT: 2, EMERGENCY: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """One sighting of a pattern: what, how bad, where it starts, and the evidence.
+
+    `start` and `at` are positions in the event sequence of the task (from 0); `start_line`
+    is the stream line of the first event of the pattern (the transcript's line, from 0).
+    The episode is (kind, key, start): a streak that breaks and forms again is a new one.
+    """
+
+    kind: str
+    level: str
+    key: str
+    start: int
+    at: int
+    count: int
+    start_line: int = 0
+    evidence: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def episode(self) -> tuple[str, str, int]:
+        return (self.kind, self.key, self.start)
+
+    @property
+    def severity(self) -> int:
+        return SEVERITY.get(self.level, 0)
+
+    def summary(self) -> str:
+        """One line for reports and `finish()`: kind, level, count, where it starts."""
+        what = self.evidence.get("tool") or self.evidence.get("tools") or self.key
+        if isinstance(what, list):
+            what = ",".join(str(item) for item in what)
+        return f"{self.kind} ({self.level}) ×{self.count} {what} from event {self.start}"

@@ -1,0 +1,327 @@
+"""Incremental anomaly detectors over one task's normalised agent events.
+
+`StreamDetectors.observe(event)` updates a handful of counters and returns the anomalies the
+event completes. Each step is O(1) (the cascade window is a fixed-size deque), so a replay of
+100,000 events stays linear. The thresholds are in settings.py, cited to REFERENCE.md.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from worker.models import AgentEvent, EventKind
+from worker.supervision.anomaly import URGENT, WARN, Anomaly
+from worker.supervision.settings import SupervisionSettings, Threshold
+from worker.supervision.signals import (
+    INFRASTRUCTURE,
+    PERMISSION,
+    TOOL,
+    canonical_args,
+    distinct_failing,
+    error_signature,
+    failure_class,
+    message_signature,
+    short,
+)
+from worker.supervision.streaks import Alternation, Streak
+
+_ASSISTANT = (EventKind.TEXT, EventKind.TOOL_CALL, EventKind.USAGE)
+
+
+class StreamDetectors:
+    """Loop, repeated error, repeated message, oscillation, cascade, context and turn stall."""
+
+    def __init__(self, settings: SupervisionSettings, model: str | None = None) -> None:
+        self.s = settings
+        self.model = model  # the model the stream names (the mode's model until it does)
+        self.model_hint = model  # the mode's model, which may carry a window marker
+        self.session_model: str | None = None
+        self.seq = -1  # position of the last event in the task's event sequence
+        self.turn = 0  # agent turns: an assistant message after tool results (or the start)
+        self.tool_failures = 0
+        self.progress = 0  # successful results of file-changing tools (progress_tools)
+        self.context_tokens: int | None = None
+        self.context_window: int | None = None
+        self.context_fill: float | None = None
+        self._volatile = frozenset(settings.volatile_keys)
+        self._progress_tools = frozenset(settings.progress_tools)
+        self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
+        self._exempt: dict[str, bool] = {}
+        self._in_turn = False
+        self._calls: dict[str, tuple[str, str]] = {}  # tool_id -> (tool, canonical args)
+        self._call = Streak()
+        self._fail = Streak()
+        self._message = Streak()
+        self._alt_calls = Alternation()
+        self._alt_fail = Alternation()
+        self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
+        self._results: deque[tuple[str, str | None, int, int]] = deque(
+            maxlen=settings.cascade_window
+        )
+        self._cascade: dict[str, tuple[int, int]] = {}  # failure class -> (start, line)
+        self._context: tuple[int, int] | None = None
+        self._since_progress = 0
+        self._stall_start = (0, 0)
+
+    def observe(self, event: AgentEvent) -> list[Anomaly]:
+        """Feed one event; return the anomalies it completes (often none)."""
+        self.seq += 1
+        kind = event.kind
+        if kind in _ASSISTANT and not self._in_turn:
+            self._in_turn = True
+            found = self._new_turn(event)
+        else:
+            found = []
+        if kind is EventKind.TOOL_CALL:
+            self._on_call(event, found)
+        elif kind is EventKind.TOOL_RESULT:
+            self._in_turn = False
+            self._on_result(event, found)
+        elif kind is EventKind.TEXT:
+            self._on_text(event, found)
+        elif kind is EventKind.USAGE:
+            self._on_usage(event, found)
+        elif kind is EventKind.SESSION and event.model:
+            self.model = self.session_model = event.model
+        return found
+
+    # -- per kind -------------------------------------------------------------------------
+
+    def _new_turn(self, event: AgentEvent) -> list[Anomaly]:
+        self.turn += 1
+        self._since_progress += 1
+        if self._since_progress == 1:
+            self._stall_start = (self.seq, event.index)
+        if self._since_progress < self.s.stall_turns:
+            return []
+        start, line = self._stall_start
+        return [
+            Anomaly(
+                "stall",
+                WARN,
+                "turns",
+                start,
+                self.seq,
+                self._since_progress,
+                line,
+                {"turns": self._since_progress},
+            )
+        ]
+
+    def _on_call(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        tool = event.tool or "unknown"
+        args = canonical_args(event.args, self._volatile)
+        if event.tool_id:
+            self._calls[event.tool_id] = (tool, args)
+        if self._is_exempt(tool):
+            return
+        count = self._call.push((tool, args), self.seq, event.index)
+        limit = self._threshold("loop", tool)
+        if limit is not None and count >= limit.warn:
+            found.append(
+                Anomaly(
+                    "loop",
+                    _level(count, limit),
+                    f"{tool} {args}",
+                    self._call.start,
+                    self.seq,
+                    count,
+                    self._call.line,
+                    {"tool": tool, "args": short(args, 120)},
+                )
+            )
+
+    def _on_result(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        tool, args = self._calls.pop(event.tool_id or "", ("unknown", "{}"))
+        if self._is_exempt(tool):
+            return
+        failed = event.is_error
+        error = event.error or event.text
+        cls = failure_class(error) if failed else None
+        if failed:
+            self.tool_failures += 1
+            self._repeated_error(tool, args, error, cls, event, found)
+        else:
+            if self._fail.key is not None and self._fail.key[0] == tool:
+                self._fail.reset()  # the agent got past that failure
+            if tool in self._progress_tools:
+                self.progress += 1
+                self._since_progress = 0
+        self._oscillation(tool, args, failed, event, found)
+        self._results.append((tool, cls, self.seq, event.index))
+        self._cascades(found)
+
+    def _repeated_error(
+        self,
+        tool: str,
+        args: str,
+        error: str | None,
+        cls: str | None,
+        event: AgentEvent,
+        found: list[Anomaly],
+    ) -> None:
+        count = self._fail.push((tool, error_signature(error)), self.seq, event.index)
+        limit = self._threshold("repeated_error", tool)
+        if limit is not None and count >= limit.warn:
+            found.append(
+                Anomaly(
+                    "repeated_error",
+                    _level(count, limit),
+                    f"{tool} {self._fail.key[1]}",
+                    self._fail.start,
+                    self.seq,
+                    count,
+                    self._fail.line,
+                    {
+                        "tool": tool,
+                        "args": short(args, 120),
+                        "error": short(error, 120),
+                        "class": cls,
+                    },
+                )
+            )
+
+    def _oscillation(
+        self, tool: str, args: str, failed: bool, event: AgentEvent, found: list[Anomaly]
+    ) -> None:
+        # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
+        # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
+        calls = self._alt_calls.push(f"{tool} {args}", self.seq, event.index)
+        if failed:
+            fails = self._alt_fail.push(tool, self.seq, event.index)
+        else:
+            self._alt_fail.reset()
+            fails = 0
+        limit = self.s.thresholds["oscillation"]
+        by_calls = calls >= limit.warn and self._alt_calls.prev2 is not None
+        by_fails = fails >= self.s.failing_alternation and self._alt_fail.prev2 is not None
+        if not (by_calls or by_fails):
+            self._osc = None
+            return
+        alt = self._alt_calls if by_calls and calls >= fails else self._alt_fail
+        if self._osc is None:
+            self._osc = (alt.start, alt.line)
+        count = max(calls if by_calls else 0, fails)
+        pair = sorted({self._tool_of(alt.prev), self._tool_of(alt.prev2)})
+        found.append(
+            Anomaly(
+                "oscillation",
+                _level(count, limit),
+                "|".join(pair),
+                self._osc[0],
+                self.seq,
+                count,
+                self._osc[1],
+                {"tools": pair, "failing": by_fails},
+            )
+        )
+
+    def _cascades(self, found: list[Anomaly]) -> None:
+        # 3 distinct tools failing in the last 5 results; permission denials and
+        # infrastructure errors are counted apart (REFERENCE.md; Cline, Roo).
+        window = [(tool, cls) for tool, cls, _, _ in self._results]
+        for cls in (TOOL, PERMISSION, INFRASTRUCTURE):
+            tools = distinct_failing(window, cls)
+            if len(tools) < self.s.cascade_distinct:
+                self._cascade.pop(cls, None)
+                continue
+            if cls not in self._cascade:
+                first = next(item for item in self._results if item[1] == cls)
+                self._cascade[cls] = (first[2], first[3])
+            start, line = self._cascade[cls]
+            found.append(
+                Anomaly(
+                    cls,
+                    WARN,
+                    cls,
+                    start,
+                    self.seq,
+                    len(tools),
+                    line,
+                    {"tools": tools, "window": self.s.cascade_window},
+                )
+            )
+
+    def _on_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        sig = message_signature(event.text, self.s.min_message_chars)
+        if sig is None:
+            return
+        count = self._message.push(sig, self.seq, event.index)
+        limit = self.s.thresholds["repeated_message"]
+        if count >= limit.warn:
+            found.append(
+                Anomaly(
+                    "repeated_message",
+                    _level(count, limit),
+                    sig[:60],
+                    self._message.start,
+                    self.seq,
+                    count,
+                    self._message.line,
+                    {"text": short(sig, 80)},
+                )
+            )
+
+    def _on_usage(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        if event.model and self.session_model is None:
+            self.model = event.model
+        if not event.input_tokens:
+            return
+        window = self.window()
+        fill = event.input_tokens / window
+        self.context_tokens, self.context_window, self.context_fill = (
+            event.input_tokens,
+            window,
+            fill,
+        )
+        if fill < self.s.context_warn:
+            self._context = None  # compaction or a fresh session brought it down
+            return
+        if self._context is None:
+            self._context = (self.seq, event.index)
+        level = URGENT if fill >= self.s.context_urgent else WARN
+        found.append(
+            Anomaly(
+                "context",
+                level,
+                "context",
+                self._context[0],
+                self.seq,
+                round(fill * 100),
+                self._context[1],
+                {"tokens": event.input_tokens, "window": window, "fill": fill, "model": self.model},
+            )
+        )
+
+    def window(self) -> int:
+        """The context window: the first configured match among the names we know.
+
+        The session's model (Claude's init says `claude-opus-4-6[1m]`) beats the model of a
+        message (`claude-opus-4-6`), which has lost the 1M marker; the mode's model is a hint.
+        """
+        for name in (self.session_model, self.model_hint, self.model):
+            if name and any(fragment in name for fragment in self.s.context_windows):
+                return self.s.context_window(name)
+        return self.s.default_context_window
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _threshold(self, kind: str, tool: str) -> Threshold | None:
+        key = (kind, tool)
+        if key not in self._thresholds:
+            self._thresholds[key] = self.s.threshold(kind, tool)
+        return self._thresholds[key]
+
+    def _is_exempt(self, tool: str) -> bool:
+        exempt = self._exempt.get(tool)
+        if exempt is None:
+            exempt = self._exempt[tool] = self.s.is_exempt(tool)
+        return exempt
+
+    @staticmethod
+    def _tool_of(key: str | None) -> str:
+        return (key or "unknown").split(" ", 1)[0]
+
+
+def _level(count: int, limit: Threshold) -> str:
+    return URGENT if limit.urgent is not None and count >= limit.urgent else WARN

@@ -1,0 +1,122 @@
+"""Gemini CLI `stream-json` lines (and its `--output-format json` object) as AgentEvents.
+
+Shapes: ../shared/REFERENCE.md and ../shared/fixtures/transcripts/gemini-*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from worker.models import AgentEvent, EventKind
+from worker.supervision.jsonl import as_dict, as_int, as_str, message_of, parse
+
+
+def gemini_events(lines: Iterable[str]) -> Iterator[AgentEvent]:
+    """Gemini's stream: assistant `message` deltas are joined into one TEXT event."""
+    chunks: list[str] = []
+    first = 0
+    for index, line in enumerate(lines):
+        obj = parse(line)
+        if obj is None:
+            continue
+        if (
+            isinstance(obj, dict)
+            and obj.get("type") == "message"
+            and obj.get("role") == "assistant"
+        ):
+            if not chunks:
+                first = index
+            chunks.append(as_str(obj.get("content")) or "")
+            if obj.get("delta"):
+                continue
+        if chunks:
+            yield AgentEvent(EventKind.TEXT, first, text="".join(chunks), raw_type="message")
+            chunks = []
+            if isinstance(obj, dict) and obj.get("type") == "message":
+                continue
+        if isinstance(obj, str):
+            yield AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")
+        else:
+            yield from gemini_object(obj, index)
+    if chunks:
+        yield AgentEvent(EventKind.TEXT, first, text="".join(chunks), raw_type="message")
+
+
+def gemini_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
+    kind = obj.get("type")
+    if kind == "init":
+        return [
+            AgentEvent(
+                EventKind.SESSION,
+                index,
+                session_id=as_str(obj.get("session_id")),
+                model=as_str(obj.get("model")),
+                raw_type=kind,
+            )
+        ]
+    if kind == "tool_use":
+        args = obj.get("parameters")
+        return [
+            AgentEvent(
+                EventKind.TOOL_CALL,
+                index,
+                tool=as_str(obj.get("tool_name")),
+                tool_id=as_str(obj.get("tool_id")),
+                args=args if isinstance(args, dict) else {},
+                raw_type=kind,
+            )
+        ]
+    if kind == "tool_result":
+        failed = obj.get("status") == "error"
+        output = as_str(obj.get("output")) or ""
+        return [
+            AgentEvent(
+                EventKind.TOOL_RESULT,
+                index,
+                tool_id=as_str(obj.get("tool_id")),
+                is_error=failed,
+                text=output[:2000],
+                error=(message_of(obj.get("error")) or output[:500]) if failed else None,
+                raw_type=kind,
+            )
+        ]
+    if kind == "error":
+        return [AgentEvent(EventKind.ERROR, index, error=message_of(obj), raw_type=kind)]
+    if kind == "result":
+        stats = as_dict(obj.get("stats"))
+        return [
+            AgentEvent(
+                EventKind.RESULT,
+                index,
+                is_error=obj.get("status") == "error",
+                error=message_of(obj.get("error")),
+                subtype=as_str(obj.get("status")),
+                input_tokens=as_int(stats.get("input_tokens")) or None,
+                output_tokens=as_int(stats.get("output_tokens")) or None,
+                raw_type=kind,
+            )
+        ]
+    return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
+
+
+def gemini_whole(obj: dict[str, Any]) -> list[AgentEvent]:
+    """The `--output-format json` object: the response, and the prompt tokens it used."""
+    events = []
+    if isinstance(obj.get("response"), str):
+        events.append(AgentEvent(EventKind.TEXT, 0, text=obj["response"], raw_type="response"))
+    error = obj.get("error")
+    stats = as_dict(obj.get("stats"))
+    models = as_dict(stats.get("models"))
+    prompt = sum(as_int(as_dict(as_dict(m).get("tokens")).get("prompt")) for m in models.values())
+    events.append(
+        AgentEvent(
+            EventKind.RESULT,
+            0,
+            is_error=error is not None,
+            error=message_of(error),
+            input_tokens=prompt or None,
+            raw_type="gemini/json",
+        )
+    )
+    return events

@@ -1,0 +1,170 @@
+"""`worker inspect`: replay a recorded transcript through the supervisor's own detectors.
+
+The replay drives the same `Watch` as a live run. Each anomaly is reported once per episode
+and level (where its pattern starts, where it was detected, how far it grew) with the
+steering the supervisor would have given, marked `suppressed` when the per-type cooldown
+would have held it back. The cooldown's clock is the agent turn here: a transcript is one
+iteration seen from inside. The first radio check that would have cut the agent short is
+reported as `stop`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worker.errors import MalformedInput, UsageError
+from worker.models import EventKind
+from worker.supervision.anomaly import Anomaly
+from worker.supervision.formats import FORMATS, read_text
+from worker.supervision.ladder import pace_rank
+from worker.supervision.settings import SupervisionSettings
+from worker.supervision.watch import Steering, Watch
+
+
+@dataclass
+class Finding:
+    kind: str
+    level: str
+    start_event: int  # where the pattern starts (position among the normalised events)
+    start_line: int  # the transcript line of that event, from 1 (for `sed -n 12p`)
+    detected_event: int  # where the supervisor would have seen it
+    count: int  # streak length / distinct tools / percent of context, when detected
+    peak: int  # how far it grew afterwards
+    steering: str
+    suppressed: bool  # the cooldown of its kind would have held the message back
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Stop:
+    event: int
+    line: int
+    reason: str
+
+
+@dataclass
+class InspectReport:
+    path: str
+    format: str
+    events: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    tool_failures: int = 0
+    errors: int = 0  # error events of the CLI and lines that are not JSON
+    model: str | None = None
+    peak_context_fill: float | None = None
+    pace: str = "primary"
+    stop: Stop | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def inspect_transcript(
+    path: Path, settings: SupervisionSettings, fmt: str = "auto"
+) -> InspectReport:
+    """Replay `path`; raises UsageError when it is missing, MalformedInput when unreadable."""
+    if fmt != "auto" and fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; use auto or one of {', '.join(FORMATS)}")
+    if not path.is_file():
+        raise UsageError(f"transcript {path} not found (give the path of a .jsonl or .json file)")
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise MalformedInput(f"cannot read transcript {path}: {exc}") from exc
+    found_fmt, events = read_text(text, fmt)
+    return replay(events, settings, str(path), found_fmt)
+
+
+def replay(
+    events: Any, settings: SupervisionSettings, path: str = "-", fmt: str = "claude"
+) -> InspectReport:
+    """The supervisor's judgement over an event sequence, as a report. Linear in events."""
+    report = InspectReport(path=path, format=fmt)
+    watch = Watch(settings)
+    seen: dict[tuple[Any, ...], Finding] = {}
+    pace_seen = 0
+    since_check = 0
+    peak_fill: float | None = None
+    for event in events:
+        report.events += 1
+        kind = event.kind
+        if kind is EventKind.TOOL_CALL:
+            report.tool_calls += 1
+        elif kind is EventKind.ERROR:
+            report.errors += 1
+        found = watch.observe(event)
+        if found:
+            watch.drain()
+            for anomaly in found:
+                _record(anomaly, watch, seen, report)
+            rank = pace_rank(watch.pace())
+            if rank > pace_seen:
+                pace_seen = rank
+                steering = watch.steer_pace(watch.detectors.turn)
+                if steering is not None:
+                    report.findings.append(_pace_finding(steering, watch, event.index))
+        fill = watch.detectors.context_fill
+        if fill is not None and (peak_fill is None or fill > peak_fill):
+            peak_fill = fill
+        since_check += 1
+        if since_check >= settings.radio_check_events:
+            since_check = 0
+            reason = watch.radio_check() if report.stop is None else None
+            if reason is not None:
+                report.stop = Stop(watch.detectors.seq, event.index + 1, reason)
+    detectors = watch.detectors
+    report.turns = detectors.turn
+    report.tool_failures = detectors.tool_failures
+    report.model = detectors.model
+    report.peak_context_fill = round(peak_fill, 4) if peak_fill is not None else None
+    report.pace = watch.pace()
+    return report
+
+
+def _record(
+    anomaly: Anomaly, watch: Watch, seen: dict[tuple[Any, ...], Finding], report: InspectReport
+) -> None:
+    key = (*anomaly.episode, anomaly.level)
+    finding = seen.get(key)
+    if finding is not None:
+        finding.peak = max(finding.peak, anomaly.count)
+        return
+    steering = watch.steer([anomaly], watch.detectors.turn)[0]
+    finding = Finding(
+        kind=anomaly.kind,
+        level=anomaly.level,
+        start_event=anomaly.start,
+        start_line=anomaly.start_line + 1,
+        detected_event=anomaly.at,
+        count=anomaly.count,
+        peak=anomaly.count,
+        steering=steering.text,
+        suppressed=steering.suppressed,
+        evidence=_plain(anomaly.evidence),
+    )
+    seen[key] = finding
+    report.findings.append(finding)
+
+
+def _pace_finding(steering: Steering, watch: Watch, line: int) -> Finding:
+    seq = watch.detectors.seq
+    return Finding(
+        kind="pace",
+        level=steering.level,
+        start_event=seq,
+        start_line=line + 1,
+        detected_event=seq,
+        count=watch.anomaly_count,
+        peak=watch.anomaly_count,
+        steering=steering.text,
+        suppressed=steering.suppressed,
+        evidence={"pace": watch.pace(), "anomalies": watch.anomaly_count},
+    )
+
+
+def _plain(evidence: dict[str, Any]) -> dict[str, Any]:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in evidence.items()}

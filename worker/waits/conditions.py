@@ -1,0 +1,98 @@
+"""Resume conditions: one small protocol, the built-in ones in an ordered registry.
+
+A condition looks at all the waits of its kind at once (one batched look per source per run)
+and returns one `Verdict` per wait: the answer the agent waited for when the condition is met,
+what to consume once the resumed run has ended, and what it ignored and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from worker.config import Settings
+from worker.waits.state import WaitState
+
+if TYPE_CHECKING:
+    from worker.waits.github_look import GitHubLook
+    from worker.waits.lookups import Lookups
+
+ANSWER_CAP = 4000  # characters of untrusted text handed to the agent (quoted as data)
+
+
+@dataclass
+class Waiting:
+    """One wait-state file as phase 0 sees it."""
+
+    path: Path
+    state: WaitState
+    kind: str  # the condition's name after defaulting (see `condition_of`)
+    due: bool = True  # a remote look at this wait is allowed this run (recheck interval)
+    seen: str | None = None  # the issue's `updated_at` at the last remote look
+    checked_at: float = 0.0  # epoch seconds of the last remote look (0: never)
+
+    @property
+    def key(self) -> str:
+        return self.path.name
+
+    @property
+    def since(self) -> datetime:
+        return aware(self.state.timestamp)
+
+
+@dataclass
+class Verdict:
+    answer: str | None = None  # None: not met
+    consume: list[str] = field(default_factory=list)  # files to move to done/ after the resume
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (reason code, detail)
+    looked_remote: bool = False  # a remote source was asked (the recheck clock restarts)
+    seen: str | None = None  # the issue's `updated_at` the remote look saw
+
+
+@dataclass
+class CheckContext:
+    settings: Settings
+    now: datetime
+    lookups: Lookups
+    github: GitHubLook | None = None
+
+
+class ResumeCondition(Protocol):
+    name: str  # the `resumeWhen` value it answers
+
+    def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
+        """One verdict per wait, in order; batched: at most one look per source."""
+        ...
+
+
+def aware(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def allowed_locally(state: WaitState, by: str | None, settings: Settings) -> bool:
+    """The local user is trusted; a named approver must be on the wait's (or the
+    configuration's) allow-list when there is one."""
+    if by is None:
+        return True
+    listed = state.approvers or settings.waits.approvers
+    return not listed or by in listed
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= ANSWER_CAP else text[:ANSWER_CAP] + "\n[... cut]"
+
+
+def registry() -> list[ResumeCondition]:
+    """The built-in conditions in the order phase 0 asks them (cheap and local first)."""
+    from worker.waits.builtin import (
+        GitHubDecision,
+        IntercomMessage,
+        RooSyncResponse,
+        TimeCondition,
+        UserApproval,
+    )
+
+    return [TimeCondition(), IntercomMessage(), RooSyncResponse(), UserApproval(), GitHubDecision()]

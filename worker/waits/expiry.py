@@ -1,0 +1,90 @@
+"""Expiry: a wait past its expiry ends with the outcome `expired`, reported to its source.
+
+Common to Temporal, Step Functions and GitHub environments: a hard expiry with an explicit
+outcome (../shared/REFERENCE.md). The file is moved to `<wait_states>/expired/` with its
+reason, so nothing is lost; when the report fails it stays in place and is retried next run.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+
+from worker.config import Settings
+from worker.fsutil import quarantine
+from worker.models import Outcome, TaskResult
+from worker.sources.base import TaskSource
+from worker.store import Store
+from worker.waits.ledger import Ledger, WaitCode
+from worker.waits.state import WaitState, task_of
+
+log = logging.getLogger(__name__)
+
+
+def end_wait(
+    settings: Settings,
+    store: Store | None,
+    path: Path,
+    state: WaitState,
+    outcome: Outcome,
+    reason: str,
+    code: WaitCode,
+    sources: dict[str, TaskSource] | None = None,
+) -> bool:
+    """Report `outcome` to the task's source and move the file aside; False if the report
+    failed (the file stays, to be retried)."""
+    task = task_of(state, settings.inbox)
+    if sources is None:
+        from worker.sources.registry import build_sources
+
+        sources = {s.name: s for s in build_sources(settings, store)}
+    result = TaskResult(
+        task,
+        outcome,
+        reason,
+        [str(code)],
+        modes=list(state.modes_used),
+        cost_usd=state.cost_usd,
+        session_id=state.session_id,
+    )
+    ledger = Ledger(store) if store is not None else None
+    source = sources.get(task.source)
+    if source is not None:
+        try:
+            source.report(task, result)
+        except Exception as exc:  # keep the file: the next run reports again (idempotent)
+            log.warning("waits: could not report %s of %s: %s", outcome.value, task.id, exc)
+            if ledger is not None:
+                ledger.log(task.id, WaitCode.WAIT_EXPIRY_REPORT_FAILED, str(exc), once=True)
+            return False
+    quarantine(path, settings.wait_states / outcome.value, f"{code}: {reason}")
+    if store is not None:
+        store.release_claim(task.id, outcome.value)
+    if ledger is not None:
+        ledger.log(task.id, code, reason)
+    log.warning("waits: %s %s: %s", task.id, outcome.value, reason)
+    return True
+
+
+def expire(
+    settings: Settings, store: Store | None, found: list[tuple[Path, WaitState]], now: datetime
+) -> list[str]:
+    """End every wait in `found` as expired; return the task ids reported."""
+    if not found:
+        return []
+    from worker.sources.registry import build_sources
+
+    sources = {s.name: s for s in build_sources(settings, store)}
+    done = []
+    for path, state in found:
+        at = state.expiry(settings.waits.expiry_days)
+        reason = (
+            f"waited since {state.since.isoformat()} for "
+            f"{state.wait_for or state.resume_when}; expired at {at.isoformat()}"
+        )
+        if end_wait(
+            settings, store, path, state, Outcome.EXPIRED, reason, WaitCode.WAIT_EXPIRED, sources
+        ):
+            done.append(state.task_id)
+    return done

@@ -1,0 +1,139 @@
+"""`user_approval` by GitHub comment and `github_decision`, batched per repository.
+
+A repository is looked at only when one of its waits is due (recheck interval); an issue is
+read further only when its `updated_at` moved since the last look at that wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+
+from worker.waits.conditions import CheckContext, Verdict, Waiting, clip
+from worker.waits.github_look import GitHubLook, whole
+
+log = logging.getLogger(__name__)
+
+# `updated_at` has whole seconds and clocks drift: an issue updated this close before our last
+# look may have changed again after it, unseen; it is looked at once more.
+SKEW_S = 60.0
+_TASK_ID = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
+
+Reader = Callable[[CheckContext, GitHubLook, Waiting, str, int], Verdict]
+
+
+def issue_of(wait: Waiting) -> tuple[str, int] | None:
+    ref = wait.state.source_ref
+    repo, number = ref.get("repo"), ref.get("number")
+    if isinstance(repo, str) and isinstance(number, int | str) and str(number).isdigit():
+        return repo, int(number)
+    match = _TASK_ID.match(wait.state.task_id)
+    return (match["repo"], int(match["number"])) if match else None
+
+
+def github_approval(ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
+    return _batched(ctx, waits, _approval)
+
+
+def github_decision(ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
+    return _batched(ctx, waits, _decision)
+
+
+def _batched(ctx: CheckContext, waits: Sequence[Waiting], read: Reader) -> list[Verdict]:
+    out = [Verdict() for _ in waits]
+    look = ctx.github
+    if look is None:
+        return out
+    by_repo: dict[str, list[int]] = {}
+    for index, wait in enumerate(waits):
+        issue = issue_of(wait)
+        if issue is not None and wait.due:
+            by_repo.setdefault(issue[0], []).append(index)
+    for repo, indexes in by_repo.items():
+        try:
+            updated = look.updated(repo, min(waits[i].since for i in indexes))
+        except Exception as exc:  # GitHub down: the waits keep waiting, the run goes on
+            log.warning("waits: cannot look at %s: %s", repo, exc)
+            for i in indexes:
+                out[i].ignored.append(("WAIT_CHECK_FAILED", f"{repo}: {exc}"[:200]))
+            continue
+        for i in indexes:
+            wait = waits[i]
+            _, number = issue_of(wait) or (repo, 0)
+            changed = updated.get(number)
+            if changed is None or changed < whole(wait.since):
+                continue  # not changed since the wait began
+            stamp = changed.isoformat()
+            if stamp == wait.seen and changed.timestamp() < wait.checked_at - SKEW_S:
+                continue  # not changed since the last look at this wait
+            try:
+                verdict = read(ctx, look, wait, repo, number)
+            except Exception as exc:
+                log.warning("waits: cannot read %s#%s: %s", repo, number, exc)
+                out[i].ignored.append(("WAIT_CHECK_FAILED", f"{repo}#{number}: {exc}"[:200]))
+                continue
+            verdict.looked_remote, verdict.seen = True, stamp
+            out[i] = verdict
+    return out
+
+
+def _may(ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, login: str) -> bool:
+    listed = (
+        wait.state.approvers or ctx.settings.waits.approvers or ctx.settings.github.trusted_users
+    )
+    if listed:
+        return login in listed
+    return look.may_approve(repo, login)
+
+
+def _approval(
+    ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, number: int
+) -> Verdict:
+    from worker.waits.builtin import decision_text
+
+    verdict = Verdict()
+    for comment in sorted(look.comments(repo, number, wait.since), key=lambda c: c.created_at):
+        if comment.created_at < whole(wait.since):
+            continue
+        word = (comment.body.strip().split(maxsplit=1) or [""])[0].lower()
+        if word not in ("/approve", "/reject"):
+            continue
+        if not _may(ctx, look, wait, repo, comment.author):
+            verdict.ignored.append(
+                ("APPROVER_NOT_ALLOWED", f"{word} by {comment.author} on {repo}#{number}")
+            )
+            continue
+        note = comment.body.strip()[len(word) :].strip()
+        verdict.answer = decision_text(
+            word == "/approve", comment.author, f"a comment on {repo}#{number}", note
+        )
+        break
+    return verdict
+
+
+def _decision(
+    ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, number: int
+) -> Verdict:
+    verdict = Verdict()
+    for event in sorted(look.events(repo, number, wait.since), key=lambda e: e.created_at):
+        if event.event == "labeled" and not event.detail.lower().startswith("decision:"):
+            continue
+        if event.event != "merged" and not _may(ctx, look, wait, repo, event.actor):
+            verdict.ignored.append(
+                ("APPROVER_NOT_ALLOWED", f"{event.event} by {event.actor} on {repo}#{number}")
+            )
+            continue
+        what = {
+            "closed": "the issue was closed",
+            "reopened": "the issue was reopened",
+            "labeled": f"the label {event.detail!r} was added",
+            "merged": f"the linked {event.detail} was merged",
+        }.get(event.event, event.event)
+        via = f" ({event.detail})" if event.event == "closed" and event.detail else ""
+        verdict.answer = clip(
+            f"Decision on {repo}#{number}: {what}{via} by "
+            f"{event.actor or 'someone'} at {event.created_at.isoformat()}."
+        )
+        break
+    return verdict

@@ -1,0 +1,113 @@
+"""The local intercom: notes for one task in `<state>/intercom/<task-file-stem>/*.json`.
+
+A note is a message (`worker intercom send`), an approval or a rejection (`worker waits
+approve|reject`), or a file written by hand in the same format. Writes are atomic; a note that
+cannot be read is moved to `rejected/` with its reason; a note is moved to `done/` once the
+run that received it has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from worker.config import Settings
+from worker.fsutil import atomic_write_text, quarantine
+from worker.waits.state import file_name
+
+log = logging.getLogger(__name__)
+
+NOTE_SCHEMA_VERSION = 1
+Kind = Literal["message", "approval", "rejection"]
+
+
+class Note(BaseModel):
+    # Unknown keys are kept (a hand-written note may carry more); known keys are validated.
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    schema_version: int = NOTE_SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12], min_length=1)
+    task_id: str = ""
+    kind: Kind = "message"
+    text: str = ""
+    by: str | None = None  # None: the local user at this machine's terminal
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    def at(self) -> datetime:
+        return self.created_at if self.created_at.tzinfo else self.created_at.replace(tzinfo=UTC)
+
+
+def root(settings: Settings) -> Path:
+    return settings.state / "intercom"
+
+
+def folder_for(settings: Settings, task_id: str) -> Path:
+    """The notes folder of a task: named like its wait-state file, without `.json`."""
+    return root(settings) / file_name(task_id)[: -len(".json")]
+
+
+def write_note(
+    settings: Settings, task_id: str, kind: Kind, text: str = "", by: str | None = None
+) -> Path:
+    note = Note(task_id=task_id, kind=kind, text=text, by=by)
+    stamp = note.created_at.strftime("%Y%m%dT%H%M%S%f")
+    path = folder_for(settings, task_id) / f"{stamp}-{note.id}.json"
+    Note.model_validate_json(note.model_dump_json())  # validate what we write
+    atomic_write_text(path, note.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_notes(folder: Path, quarantine_bad: bool = True) -> list[tuple[Path, Note]]:
+    """The unread notes of one folder, oldest first; bad ones moved aside (or skipped)."""
+    if not folder.is_dir():
+        return []
+    found = []
+    with os.scandir(folder) as entries:
+        names = sorted(
+            e.name
+            for e in entries
+            if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
+        )
+    for name in names:
+        path = folder / name
+        try:
+            note = Note.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValidationError) as exc:
+            reason = f"{name}: not an intercom note: {_short(exc)}"
+            log.warning("intercom: %s", reason)
+            if quarantine_bad:
+                quarantine(path, folder / "rejected", reason)
+            continue
+        found.append((path, note))
+    found.sort(key=lambda item: (item[1].at(), item[0].name))
+    return found
+
+
+def consume(paths: list[Path]) -> int:
+    """Move notes (or inbox replies) into the `done/` folder beside them; return how many."""
+    moved = 0
+    for path in paths:
+        target = path.parent / "done" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(path, target)
+            moved += 1
+        except FileNotFoundError:
+            continue
+    return moved
+
+
+def _short(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'note'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+    return str(exc)

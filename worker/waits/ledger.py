@@ -1,0 +1,145 @@
+"""What phase 0 remembers between runs, in SQLite: when each wait was last checked, the
+answer found for it, what to consume once it has been resumed, and a log of reason codes.
+
+The wait-state files stay the one source of truth for *what* waits; a row here belongs to one
+wait instance (file name + the wait's timestamp) and is dropped when that instance is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from worker.store import Store
+
+
+class WaitCode(StrEnum):
+    """The closed list of reason codes phase 0 and the `waits` commands log."""
+
+    WAIT_READY = "WAIT_READY"
+    WAIT_EXPIRED = "WAIT_EXPIRED"
+    WAIT_EXPIRY_REPORT_FAILED = "WAIT_EXPIRY_REPORT_FAILED"
+    WAIT_QUARANTINED = "WAIT_QUARANTINED"
+    WAIT_CANCELLED = "WAIT_CANCELLED"
+    WAIT_CHECK_FAILED = "WAIT_CHECK_FAILED"
+    WAIT_CONDITION_DEFAULTED = "WAIT_CONDITION_DEFAULTED"
+    WAIT_RESUME_INTERRUPTED = "WAIT_RESUME_INTERRUPTED"  # a dead run's claim released
+    ANSWER_CONSUMED = "ANSWER_CONSUMED"
+    APPROVER_NOT_ALLOWED = "APPROVER_NOT_ALLOWED"
+    APPROVAL_BEFORE_WAIT = "APPROVAL_BEFORE_WAIT"
+    NOTE_REJECTED = "NOTE_REJECTED"
+    APPROVAL_NOTED = "APPROVAL_NOTED"  # written by `worker waits approve|reject`
+    MESSAGE_NOTED = "MESSAGE_NOTED"  # written by `worker intercom send`
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE wait_checks (
+            key TEXT PRIMARY KEY,
+            stamp TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            checked_at REAL NOT NULL,
+            answer TEXT,
+            consume TEXT NOT NULL DEFAULT '[]',
+            seen TEXT
+        );
+        CREATE TABLE wait_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            task_id TEXT NOT NULL,
+            code TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX wait_log_task ON wait_log(task_id);
+        """
+    )
+
+
+MIGRATIONS = [_v1]
+
+
+@dataclass
+class CheckRow:
+    key: str
+    stamp: str
+    task_id: str
+    checked_at: float
+    answer: str | None = None
+    consume: list[str] = field(default_factory=list)
+    seen: str | None = None  # the issue's `updated_at` at the last remote look
+
+
+class Ledger:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        store.ensure("waits", MIGRATIONS)
+
+    def checks(self) -> dict[str, CheckRow]:
+        rows = self.store.db.execute("SELECT * FROM wait_checks")
+        return {
+            row["key"]: CheckRow(
+                row["key"],
+                row["stamp"],
+                row["task_id"],
+                row["checked_at"],
+                row["answer"],
+                json.loads(row["consume"]),
+                row["seen"],
+            )
+            for row in rows
+        }
+
+    def record(self, rows: list[CheckRow]) -> None:
+        if not rows:
+            return
+        with self.store.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO wait_checks(key, stamp, task_id, checked_at, answer,"
+                " consume, seen) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        r.key,
+                        r.stamp,
+                        r.task_id,
+                        r.checked_at,
+                        r.answer,
+                        json.dumps(r.consume),
+                        r.seen,
+                    )
+                    for r in rows
+                ],
+            )
+
+    def forget(self, keys: list[str]) -> None:
+        if keys:
+            with self.store.transaction() as db:
+                db.executemany("DELETE FROM wait_checks WHERE key = ?", [(k,) for k in keys])
+
+    def log(self, task_id: str, code: str, detail: str = "", once: bool = False) -> None:
+        """Append a reason code; with `once`, not when the same entry is already there."""
+        detail = detail[:500]
+        with self.store.transaction() as db:
+            if (
+                once
+                and db.execute(
+                    "SELECT 1 FROM wait_log WHERE task_id = ? AND code = ? AND detail = ?",
+                    (task_id, str(code), detail),
+                ).fetchone()
+            ):
+                return
+            db.execute(
+                "INSERT INTO wait_log(at, task_id, code, detail) VALUES (?, ?, ?, ?)",
+                (time.time(), task_id, str(code), detail),
+            )
+
+    def log_of(self, task_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self.store.db.execute(
+            "SELECT at, code, detail FROM wait_log WHERE task_id = ? ORDER BY id DESC LIMIT ?",
+            (task_id, limit),
+        )
+        return [dict(row) for row in rows]

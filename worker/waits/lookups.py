@@ -1,0 +1,80 @@
+"""Shared, lazy, read-once views of local sources for one phase-0 pass: each task's intercom
+notes and the inbox's replies. Every condition asks these, so each folder is read once."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from worker.config import Settings
+from worker.sources.inbox import Message
+from worker.waits import intercom
+from worker.waits.intercom import Note
+from worker.waits.state import WaitState
+
+
+@dataclass
+class Lookups:
+    settings: Settings
+    dry_run: bool = False
+    _notes: dict[Path, list[tuple[Path, Note]]] = field(default_factory=dict)
+    _replies: list[tuple[Path, Message]] | None = None
+
+    def notes(self, path: Path) -> list[tuple[Path, Note]]:
+        """The unread intercom notes of the task whose wait-state file is `path`."""
+        folder = intercom.root(self.settings) / path.stem
+        if folder not in self._notes:
+            self._notes[folder] = intercom.read_notes(folder, quarantine_bad=not self.dry_run)
+        return self._notes[folder]
+
+    def replies_to(self, state: WaitState) -> list[tuple[Path, Message]]:
+        """Unread inbox replies addressed to this machine that answer this task."""
+        ids = {state.task_id}
+        thread = state.source_ref.get("thread_id")
+        if isinstance(thread, str) and thread:
+            ids.add(thread)
+        return [
+            (path, message)
+            for path, message in self._all_replies()
+            if message.in_reply_to in ids or message.thread_id in ids
+        ]
+
+    def _all_replies(self) -> list[tuple[Path, Message]]:
+        if self._replies is not None:
+            return self._replies
+        self._replies = []
+        root = self.settings.inbox
+        if not root.is_dir():
+            return self._replies
+        me = self.settings.machine_id
+        needle = json.dumps(me).encode()
+        with os.scandir(root) as entries:
+            names = sorted(
+                e.name
+                for e in entries
+                if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
+            )
+        for name in names:
+            path = root / name
+            try:
+                raw = path.read_bytes()
+            except OSError:
+                continue
+            if needle not in raw:  # cheap: a message for another machine is never parsed
+                continue
+            try:
+                message = Message.model_validate_json(raw)
+            except ValidationError:
+                continue  # the inbox source quarantines it with its reason
+            if (
+                message.to == me
+                and message.sender != me
+                and message.status == "unread"
+                and (message.in_reply_to or message.thread_id)
+            ):
+                self._replies.append((path, message))
+        return self._replies

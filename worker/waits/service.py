@@ -1,0 +1,244 @@
+"""The library behind `worker waits`, `worker intercom` and `worker status`: each function
+takes settings and keyword arguments and returns plain data for one renderer."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from worker.config import Settings
+from worker.errors import LockHeld, MalformedInput, UsageError
+from worker.models import Outcome
+from worker.store import Store
+from worker.waits import intercom
+from worker.waits.conditions import allowed_locally
+from worker.waits.expiry import end_wait
+from worker.waits.ledger import CheckRow, Ledger, WaitCode
+from worker.waits.state import WaitState, file_name, load_wait_state, wait_state_files
+
+
+@contextlib.contextmanager
+def _ledger(settings: Settings, create: bool = False) -> Iterator[Ledger | None]:
+    if not create and not settings.db_path.exists():
+        yield None
+        return
+    with Store(settings.db_path) as store:
+        yield Ledger(store)
+
+
+@contextlib.contextmanager
+def _run_lock(settings: Settings) -> Iterator[Store]:
+    """The workspace's run lock: no run resumes a wait while we end it."""
+    from filelock import FileLock, Timeout
+
+    settings.state.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(settings.state / "run.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise LockHeld("a worker run is active in this workspace; try again when it ends") from None
+    try:
+        with Store(settings.db_path) as store:
+            yield store
+    finally:
+        lock.release()
+
+
+def _row(
+    path: Path, state: WaitState, settings: Settings, checks: dict[str, CheckRow], now: datetime
+) -> dict[str, Any]:
+    check = checks.get(path.name)
+    if check is not None and check.stamp != state.since.isoformat():
+        check = None  # a row of an earlier wait of the same task
+    return {
+        "task_id": state.task_id,
+        "file": path.name,
+        "source": state.source,
+        "resume_when": state.resume_when,
+        "wait_for": state.wait_for,
+        "reason": state.reason,
+        "since": state.since.isoformat(),
+        "waiting_s": round((now - state.since).total_seconds()),
+        "expires_at": state.expiry(settings.waits.expiry_days).isoformat(),
+        "resume_at": state.resume_at.isoformat() if state.resume_at else None,
+        "mode": state.context.mode,
+        "iteration": state.context.iteration,
+        "resume_brief": state.resume_brief,
+        "last_checked": (
+            datetime.fromtimestamp(check.checked_at, UTC).isoformat()
+            if check is not None and check.checked_at
+            else None
+        ),
+        "ready": check is not None and check.answer is not None,
+    }
+
+
+def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(UTC)
+    rows, bad = [], []
+    with _ledger(settings) as ledger:
+        checks = ledger.checks() if ledger else {}
+        for path in wait_state_files(settings.wait_states):
+            try:
+                rows.append(_row(path, load_wait_state(path), settings, checks, now))
+            except MalformedInput as exc:
+                bad.append(str(exc))
+    rows.sort(key=lambda r: r["since"])
+    rejected = settings.wait_states / "rejected"
+    count = len(list(rejected.glob("*.json"))) if rejected.is_dir() else 0
+    return {"waits": rows, "unreadable": bad, "quarantined": count}
+
+
+def find(settings: Settings, ident: str) -> tuple[Path, WaitState]:
+    """A wait by task id, file name or file stem; UsageError naming the known ones if none."""
+    candidates = [
+        settings.wait_states / ident,
+        settings.wait_states / f"{ident}.json",
+        settings.wait_states / file_name(ident),
+    ]
+    for path in candidates:
+        if path.is_file() and path.parent == settings.wait_states:
+            return path, load_wait_state(path)
+    for path in wait_state_files(settings.wait_states):
+        with contextlib.suppress(MalformedInput):
+            state = load_wait_state(path)
+            if state.task_id == ident:
+                return path, state
+    known = ", ".join(p.stem for p in wait_state_files(settings.wait_states)[:10]) or "none"
+    raise UsageError(f"no wait state {ident!r} (waiting: {known}); see `worker waits list`")
+
+
+def show(settings: Settings, ident: str) -> dict[str, Any]:
+    path, state = find(settings, ident)
+    with _ledger(settings) as ledger:
+        row = _row(path, state, settings, ledger.checks() if ledger else {}, datetime.now(UTC))
+        events = ledger.log_of(state.task_id) if ledger else []
+    notes = intercom.read_notes(intercom.root(settings) / path.stem, quarantine_bad=False)
+    return {
+        **row,
+        "state": state.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "notes": [{"file": p.name, **n.model_dump(mode="json")} for p, n in notes],
+        "log": events,
+    }
+
+
+def note(
+    settings: Settings, ident: str, kind: intercom.Kind, text: str = "", by: str | None = None
+) -> dict[str, Any]:
+    """Write an approval, a rejection or a message into the local intercom."""
+    if kind == "message":
+        try:
+            task_id = find(settings, ident)[1].task_id
+        except UsageError:
+            task_id = ident  # a message may be left for a task that does not wait yet
+    else:
+        _, state = find(settings, ident)
+        task_id = state.task_id
+        if state.condition in (
+            "roosync_response",
+            "github_decision",
+            "intercom_message",
+            "time",
+        ):
+            raise UsageError(
+                f"{task_id} waits for {state.resume_when}, not an approval; "
+                "use `worker intercom send` for a message"
+            )
+        if not allowed_locally(state, by, settings):
+            raise UsageError(
+                f"{by} is not an allowed approver of {task_id} "
+                f"({WaitCode.APPROVER_NOT_ALLOWED}); allowed: "
+                f"{', '.join(state.approvers or settings.waits.approvers)}"
+            )
+    written = intercom.write_note(settings, task_id, kind, text, by)
+    with _ledger(settings) as ledger:
+        if ledger is not None:
+            code = WaitCode.MESSAGE_NOTED if kind == "message" else WaitCode.APPROVAL_NOTED
+            ledger.log(task_id, code, f"{kind} by {by or 'the local user'}")
+    return {"task_id": task_id, "kind": kind, "by": by, "note": str(written)}
+
+
+def cancel(settings: Settings, ident: str, reason: str = "") -> dict[str, Any]:
+    """End a wait as cancelled, reported to its source; its notes are consumed."""
+    with _run_lock(settings) as store:
+        path, state = find(settings, ident)
+        why = reason or "cancelled by the local user"
+        if not end_wait(
+            settings, store, path, state, Outcome.CANCELLED, why, WaitCode.WAIT_CANCELLED
+        ):
+            raise UsageError(
+                f"could not report the cancellation of {state.task_id} to its "
+                "source; nothing was changed (see `worker waits show`)"
+            )
+        notes = intercom.read_notes(intercom.root(settings) / path.stem, quarantine_bad=False)
+        intercom.consume([p for p, _ in notes])
+    return {"task_id": state.task_id, "outcome": Outcome.CANCELLED.value, "reason": why}
+
+
+def prune(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
+    """Expire the waits past their expiry now, and drop intercom folders of tasks that no
+    longer wait and were last touched before the expiry period."""
+    from worker.waits import phase0
+
+    now = now or datetime.now(UTC)
+    with _run_lock(settings) as store:
+        scan = phase0.scan(settings, store, now=now, github=_NoGitHub())
+        waiting = {p.stem for p in wait_state_files(settings.wait_states)}
+        removed = []
+        root = intercom.root(settings)
+        horizon = now.timestamp() - settings.waits.expiry_days * 86400
+        for folder in sorted(root.iterdir()) if root.is_dir() else []:
+            if folder.is_dir() and folder.name not in waiting and _newest(folder) < horizon:
+                shutil.rmtree(folder)
+                removed.append(folder.name)
+    return {
+        "expired": scan.expired,
+        "quarantined": len(scan.errors),
+        "intercom_removed": removed,
+        "waiting": len(waiting),
+    }
+
+
+class _NoGitHub:
+    """`prune` only expires: it asks GitHub nothing."""
+
+    costed = 0
+
+    def updated(self, repo: str, since: datetime) -> dict[int, datetime]:
+        return {}
+
+    def comments(self, repo: str, number: int, since: datetime) -> list[Any]:
+        return []
+
+    def events(self, repo: str, number: int, since: datetime) -> list[Any]:
+        return []
+
+    def may_approve(self, repo: str, login: str) -> bool:
+        return False
+
+
+def _newest(folder: Path) -> float:
+    return max((p.stat().st_mtime for p in folder.rglob("*")), default=folder.stat().st_mtime)
+
+
+def status(settings: Settings) -> dict[str, Any]:
+    listing = list_waits(settings)
+    last = None
+    if settings.db_path.exists():
+        with Store(settings.db_path) as store:
+            runs = store.recent_runs(1)
+            last = runs[0] if runs else None
+    return {
+        "workspace": str(settings.workspace),
+        "machine_id": settings.machine_id,
+        "waiting": listing["waits"],
+        "quarantined": listing["quarantined"],
+        "last_run": last
+        and {
+            k: last.get(k) for k in ("id", "started_at", "task_id", "source", "outcome", "reason")
+        },
+    }
