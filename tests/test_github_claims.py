@@ -30,8 +30,9 @@ def claim_markers(server: FakeGitHub) -> list[str]:
     return [c["body"].splitlines()[0] for c in server.comments_of(REPO, 1)]
 
 
-def test_claim_is_visible_label_assignment_and_one_marked_comment(server: FakeGitHub,
-                                                                  tmp_path: Path) -> None:
+def test_claim_is_visible_label_assignment_and_one_marked_comment(
+    server: FakeGitHub, tmp_path: Path
+) -> None:
     source = make_source(tmp_path / "ws", server)
     task = source.list().tasks[0]
     assert source.claim(task, run_id=7) is True
@@ -93,8 +94,7 @@ def test_claim_of_a_dead_machine_expires(server: FakeGitHub, tmp_path: Path) -> 
     assert patient.claim(patient.find(TASK), run_id=1) is False
 
 
-def test_forged_marker_from_a_stranger_does_not_block(server: FakeGitHub,
-                                                      tmp_path: Path) -> None:
+def test_forged_marker_from_a_stranger_does_not_block(server: FakeGitHub, tmp_path: Path) -> None:
     server.add_comment(REPO, 1, marker("evil", TASK, 1), login="stranger", association="NONE")
     source = make_source(tmp_path / "ws", server)
     assert source.claim(source.list().tasks[0], run_id=2) is True

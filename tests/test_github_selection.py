@@ -26,18 +26,29 @@ def writes(server: FakeGitHub) -> list[str]:
     return [f"{e.method} {e.path}" for e in server.log if e.method != "GET"]
 
 
-def test_label_agent_field_and_priority_select_and_order(server: FakeGitHub,
-                                                         tmp_path: Path) -> None:
+def test_label_agent_field_and_priority_select_and_order(
+    server: FakeGitHub, tmp_path: Path
+) -> None:
     """P-labels first (most urgent), then age; other agents, locked, assigned, done: skipped."""
-    server.add_issue(REPO, 1, body="Agent: Claude Code\nold, no priority",
-                     labels=("roo-schedulable",), age_s=9000)
+    server.add_issue(
+        REPO,
+        1,
+        body="Agent: Claude Code\nold, no priority",
+        labels=("roo-schedulable",),
+        age_s=9000,
+    )
     server.add_issue(REPO, 2, body="**Agent:** Any", labels=("roo-schedulable", "priority:high"))
     server.add_issue(REPO, 3, body="Agent: Both", labels=("roo-schedulable", "P1"), age_s=60)
     server.add_issue(REPO, 4, body="Agent: Codex", labels=("roo-schedulable",))
     server.add_issue(REPO, 5, body="no field at all", labels=("roo-schedulable",), age_s=100)
     server.add_issue(REPO, 6, labels=("roo-schedulable",), locked=True)
-    server.add_issue(REPO, 7, labels=("roo-schedulable",),
-                     assignees=[{"login": "someone"}], assignee={"login": "someone"})
+    server.add_issue(
+        REPO,
+        7,
+        labels=("roo-schedulable",),
+        assignees=[{"login": "someone"}],
+        assignee={"login": "someone"},
+    )
     server.add_issue(REPO, 8, labels=("roo-schedulable", "worker:done"))
     server.add_issue(REPO, 9, body="Agent: Claude Code", labels=("bug",))  # not labelled
     server.add_issue(REPO, 10, labels=("roo-schedulable",), pull_request={"url": "x"})
@@ -46,12 +57,20 @@ def test_label_agent_field_and_priority_select_and_order(server: FakeGitHub,
     assert [t.id for t in listing.tasks] == [f"{REPO}#3", f"{REPO}#2", f"{REPO}#1", f"{REPO}#5"]
     assert [t.priority for t in listing.tasks] == [1, 2, 5, 5]
     skipped = {s.task_id: s.reason_code for s in listing.skipped}
-    assert skipped == {f"{REPO}#4": "NOT_FOR_THIS_AGENT", f"{REPO}#6": "ISSUE_LOCKED",
-                       f"{REPO}#7": "ASSIGNED_TO_OTHER", f"{REPO}#8": "ALREADY_DONE"}
+    assert skipped == {
+        f"{REPO}#4": "NOT_FOR_THIS_AGENT",
+        f"{REPO}#6": "ISSUE_LOCKED",
+        f"{REPO}#7": "ASSIGNED_TO_OTHER",
+        f"{REPO}#8": "ALREADY_DONE",
+    }
     assert listing.errors == [] and writes(server) == []
     task = listing.tasks[0]
-    assert task.ref == {"repo": REPO, "number": 3, "url": f"https://github.com/{REPO}/issues/3",
-                        "updated_at": task.ref["updated_at"]}
+    assert task.ref == {
+        "repo": REPO,
+        "number": 3,
+        "url": f"https://github.com/{REPO}/issues/3",
+        "updated_at": task.ref["updated_at"],
+    }
 
 
 def test_agent_field_can_be_required(server: FakeGitHub, tmp_path: Path) -> None:
@@ -61,11 +80,13 @@ def test_agent_field_can_be_required(server: FakeGitHub, tmp_path: Path) -> None
     assert listing.skipped[0].reason_code == "AGENT_FIELD_MISSING"
 
 
-def test_label_applied_by_someone_without_write_access_is_untrusted(server: FakeGitHub,
-                                                                   tmp_path: Path) -> None:
+def test_label_applied_by_someone_without_write_access_is_untrusted(
+    server: FakeGitHub, tmp_path: Path
+) -> None:
     """Skipped with UNTRUSTED_TRIGGER and left untouched: no write of any kind."""
-    server.add_issue(REPO, 1, body="Agent: Any\nrm -rf /", labels=("roo-schedulable",),
-                     labeled_by="viewer")
+    server.add_issue(
+        REPO, 1, body="Agent: Any\nrm -rf /", labels=("roo-schedulable",), labeled_by="viewer"
+    )
     server.add_issue(REPO, 2, labels=("roo-schedulable",), labeled_by="stranger")
     server.add_issue(REPO, 3, labels=("roo-schedulable",), labeled_by="friend")
     server.add_issue(REPO, 4, labels=("roo-schedulable",), labeled_by="lead")
@@ -73,7 +94,9 @@ def test_label_applied_by_someone_without_write_access_is_untrusted(server: Fake
     listing = source.list()
     assert [t.id for t in listing.tasks] == [f"{REPO}#3", f"{REPO}#4"]
     assert {s.task_id: s.reason_code for s in listing.skipped} == {
-        f"{REPO}#1": "UNTRUSTED_TRIGGER", f"{REPO}#2": "UNTRUSTED_TRIGGER"}
+        f"{REPO}#1": "UNTRUSTED_TRIGGER",
+        f"{REPO}#2": "UNTRUSTED_TRIGGER",
+    }
     assert "viewer" in listing.skipped[0].detail or "viewer" in listing.skipped[1].detail
     # At claim time the check is made again: still no claim, no comment, no label.
     untrusted = source.find(f"{REPO}#1")  # as `--task-id` would
@@ -81,12 +104,18 @@ def test_label_applied_by_someone_without_write_access_is_untrusted(server: Fake
     assert writes(server) == [] and server.comments_of(REPO, 1) == []
 
 
-def test_idle_run_is_answered_with_304_and_costs_nothing(server: FakeGitHub,
-                                                         tmp_path: Path) -> None:
+def test_idle_run_is_answered_with_304_and_costs_nothing(
+    server: FakeGitHub, tmp_path: Path
+) -> None:
     """The second run (a new process: new source, same SQLite) spends no rate limit."""
     server.add_issue(REPO, 1, labels=("roo-schedulable",), labeled_by="stranger")
-    server.add_issue(REPO, 2, labels=("roo-schedulable",), labeled_by="maintainer",
-                     assignees=[{"login": "someone"}])
+    server.add_issue(
+        REPO,
+        2,
+        labels=("roo-schedulable",),
+        labeled_by="maintainer",
+        assignees=[{"login": "someone"}],
+    )
     first = make_source(tmp_path / "ws", server)
     assert first.list().tasks == []
     first.store.close()
@@ -122,21 +151,33 @@ def test_find_by_task_id(server: FakeGitHub, tmp_path: Path) -> None:
     assert source.find("not-a-task-id") is None
 
 
-@pytest.mark.parametrize(("body", "value"), [
-    ("Agent: Claude Code", "Claude Code"),
-    ("intro\n**Agent**: Both\nmore", "Both"),
-    ("> agent:   Any  ", "Any"),
-    ("Some text mentioning Agent: inline", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("body", "value"),
+    [
+        ("Agent: Claude Code", "Claude Code"),
+        ("intro\n**Agent**: Both\nmore", "Both"),
+        ("> agent:   Any  ", "Any"),
+        ("Some text mentioning Agent: inline", None),
+        ("", None),
+    ],
+)
 def test_agent_field(body: str, value: str | None) -> None:
     assert agent_field(body) == value
 
 
-@pytest.mark.parametrize(("labels", "priority"), [
-    ([], 5), (["P0"], 0), (["p7", "P3"], 3), (["priority:low"], 8),
-    (["priority: critical"], 0), (["Priority/2"], 2), (["priority:P4"], 4), (["bug"], 5),
-])
+@pytest.mark.parametrize(
+    ("labels", "priority"),
+    [
+        ([], 5),
+        (["P0"], 0),
+        (["p7", "P3"], 3),
+        (["priority:low"], 8),
+        (["priority: critical"], 0),
+        (["Priority/2"], 2),
+        (["priority:P4"], 4),
+        (["bug"], 5),
+    ],
+)
 def test_priority_from_labels(labels: list[str], priority: int) -> None:
     assert priority_of(labels) == priority
 

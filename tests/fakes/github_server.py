@@ -27,12 +27,17 @@ LIMIT = 5000
 
 def iso(epoch: float | None = None) -> str:
     return datetime.fromtimestamp(time.time() if epoch is None else epoch, UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ")
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
 
 
 def user(login: str) -> dict[str, Any]:
-    return {"login": login, "id": abs(hash(login)) % 10**7, "type": "User",
-            "url": f"https://api.github.com/users/{login}"}
+    return {
+        "login": login,
+        "id": abs(hash(login)) % 10**7,
+        "type": "User",
+        "url": f"https://api.github.com/users/{login}",
+    }
 
 
 @dataclass
@@ -92,40 +97,80 @@ class FakeGitHub:
 
     # -- seeding ----------------------------------------------------------------------------
     def add_repo(self, full: str, collaborators: dict[str, str] | None = None) -> dict[str, Any]:
-        repo = {"full_name": full, "default_branch": "main", "issues": {}, "comments": {},
-                "events": {}, "pulls": [],
-                "collaborators": {"worker-bot": "write", **(collaborators or {})}}
+        repo = {
+            "full_name": full,
+            "default_branch": "main",
+            "issues": {},
+            "comments": {},
+            "events": {},
+            "pulls": [],
+            "collaborators": {"worker-bot": "write", **(collaborators or {})},
+        }
         self.repos[full] = repo
         return repo
 
-    def add_issue(self, full: str, number: int, title: str = "", body: str = "",
-                  labels: tuple[str, ...] = (), labeled_by: str = "maintainer",
-                  author: str = "reporter", age_s: float = 3600, **extra: Any) -> dict[str, Any]:
+    def add_issue(
+        self,
+        full: str,
+        number: int,
+        title: str = "",
+        body: str = "",
+        labels: tuple[str, ...] = (),
+        labeled_by: str = "maintainer",
+        author: str = "reporter",
+        age_s: float = 3600,
+        **extra: Any,
+    ) -> dict[str, Any]:
         repo = self.repos[full]
         created = time.time() - age_s
         issue = {
-            "id": self.next_id(), "number": number, "title": title or f"issue {number}",
-            "body": body, "state": "open", "locked": False, "user": user(author),
-            "labels": [self._label(name) for name in labels], "assignee": None,
-            "assignees": [], "comments": 0, "created_at": iso(created),
-            "updated_at": iso(created), "closed_at": None, "author_association": "NONE",
+            "id": self.next_id(),
+            "number": number,
+            "title": title or f"issue {number}",
+            "body": body,
+            "state": "open",
+            "locked": False,
+            "user": user(author),
+            "labels": [self._label(name) for name in labels],
+            "assignee": None,
+            "assignees": [],
+            "comments": 0,
+            "created_at": iso(created),
+            "updated_at": iso(created),
+            "closed_at": None,
+            "author_association": "NONE",
             "html_url": f"https://github.com/{full}/issues/{number}",
-            "url": f"{self.url}/repos/{full}/issues/{number}", **extra,
+            "url": f"{self.url}/repos/{full}/issues/{number}",
+            **extra,
         }
         repo["issues"][number] = issue
-        repo["events"][number] = [self._event("labeled", labeled_by, name, created)
-                                  for name in labels]
+        repo["events"][number] = [
+            self._event("labeled", labeled_by, name, created) for name in labels
+        ]
         return issue
 
-    def add_comment(self, full: str, number: int, body: str, login: str = "worker-bot",
-                    age_s: float = 0.0, association: str = "COLLABORATOR") -> dict[str, Any]:
+    def add_comment(
+        self,
+        full: str,
+        number: int,
+        body: str,
+        login: str = "worker-bot",
+        age_s: float = 0.0,
+        association: str = "COLLABORATOR",
+    ) -> dict[str, Any]:
         with self.lock:
             repo = self.repos[full]
             at = iso(time.time() - age_s)
-            comment = {"id": self.next_id(), "body": body, "user": user(login),
-                       "created_at": at, "updated_at": at, "author_association": association,
-                       "issue_url": f"{self.url}/repos/{full}/issues/{number}",
-                       "html_url": f"https://github.com/{full}/issues/{number}#c"}
+            comment = {
+                "id": self.next_id(),
+                "body": body,
+                "user": user(login),
+                "created_at": at,
+                "updated_at": at,
+                "author_association": association,
+                "issue_url": f"{self.url}/repos/{full}/issues/{number}",
+                "html_url": f"https://github.com/{full}/issues/{number}#c",
+            }
             repo["comments"][comment["id"]] = (number, comment)
             issue = repo["issues"][number]
             issue["comments"] += 1
@@ -138,34 +183,68 @@ class FakeGitHub:
     def labels_of(self, full: str, number: int) -> list[str]:
         return [label["name"] for label in self.repos[full]["issues"][number]["labels"]]
 
-    def fail(self, method: str, pattern: str, status: int = 500, *, times: int = 1,
-             delay: float = 0.0, apply_first: bool = False, headers: dict[str, str] | None = None,
-             message: str = "Server Error") -> None:
-        self.faults.append(Fault(method, re.compile(pattern), status, times, delay,
-                                 apply_first, headers or {}, message))
+    def fail(
+        self,
+        method: str,
+        pattern: str,
+        status: int = 500,
+        *,
+        times: int = 1,
+        delay: float = 0.0,
+        apply_first: bool = False,
+        headers: dict[str, str] | None = None,
+        message: str = "Server Error",
+    ) -> None:
+        self.faults.append(
+            Fault(
+                method,
+                re.compile(pattern),
+                status,
+                times,
+                delay,
+                apply_first,
+                headers or {},
+                message,
+            )
+        )
 
-    def count(self, method: str | None = None, path: str = "") -> int:
-        return sum(1 for e in self.log
-                   if (method is None or e.method == method) and path in e.path)
+    def count(self, method: str | None = None, pattern: str = "") -> int:
+        """How many requests of `method` (any when None) had a path matching `pattern`."""
+        return sum(
+            1
+            for e in self.log
+            if (method is None or e.method == method) and re.search(pattern, e.path)
+        )
 
     @property
     def costed(self) -> int:
         return sum(1 for e in self.log if e.costed)
 
     def _label(self, name: str) -> dict[str, Any]:
-        return {"id": abs(hash(name)) % 10**7, "name": name, "color": "ededed",
-                "default": False, "description": None}
+        return {
+            "id": abs(hash(name)) % 10**7,
+            "name": name,
+            "color": "ededed",
+            "default": False,
+            "description": None,
+        }
 
     def _event(self, kind: str, actor: str, label: str | None, at: float) -> dict[str, Any]:
-        event: dict[str, Any] = {"id": self.next_id(), "event": kind, "actor": user(actor),
-                                 "created_at": iso(at), "commit_id": None}
+        event: dict[str, Any] = {
+            "id": self.next_id(),
+            "event": kind,
+            "actor": user(actor),
+            "created_at": iso(at),
+            "commit_id": None,
+        }
         if label is not None:
             event["label"] = {"name": label, "color": "ededed"}
         return event
 
     # -- routing ----------------------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict[str, str], body: Any,
-               login: str) -> tuple[int, Any, dict[str, str]]:
+    def handle(
+        self, method: str, path: str, query: dict[str, str], body: Any, login: str
+    ) -> tuple[int, Any, dict[str, str]]:
         parts = [unquote(p) for p in path.strip("/").split("/")]
         if parts == ["user"]:
             return 200, user(login), {}
@@ -181,18 +260,35 @@ class FakeGitHub:
         with self.lock:
             return self._repo(method, repo, rest, query, body, login)
 
-    def _repo(self, method: str, repo: dict[str, Any], rest: list[str], query: dict[str, str],
-              body: Any, login: str) -> tuple[int, Any, dict[str, str]]:
+    def _repo(
+        self,
+        method: str,
+        repo: dict[str, Any],
+        rest: list[str],
+        query: dict[str, str],
+        body: Any,
+        login: str,
+    ) -> tuple[int, Any, dict[str, str]]:
         full = repo["full_name"]
         if not rest:
-            return 200, {"full_name": full, "default_branch": repo["default_branch"],
-                         "private": False}, {}
+            return (
+                200,
+                {"full_name": full, "default_branch": repo["default_branch"], "private": False},
+                {},
+            )
         if rest[0] == "collaborators" and len(rest) == 3:
             perm = repo["collaborators"].get(rest[1])
             if perm is None:
                 return 200, {"permission": "read", "role_name": "read", "user": user(rest[1])}, {}
-            return 200, {"permission": "write" if perm == "maintain" else perm,
-                         "role_name": perm, "user": user(rest[1])}, {}
+            return (
+                200,
+                {
+                    "permission": "write" if perm == "maintain" else perm,
+                    "role_name": perm,
+                    "user": user(rest[1]),
+                },
+                {},
+            )
         if rest[0] == "pulls":
             return self._pulls(method, repo, query, body)
         if rest[:2] == ["issues", "comments"] and len(rest) == 3:
@@ -236,8 +332,9 @@ class FakeGitHub:
                 for name in body["labels"]:
                     if name not in self.labels_of(full, number):
                         issue["labels"].append(self._label(name))
-                        repo["events"][number].append(self._event("labeled", login, name,
-                                                                  time.time()))
+                        repo["events"][number].append(
+                            self._event("labeled", login, name, time.time())
+                        )
             elif method == "DELETE" and len(tail) == 2:
                 if tail[1] not in self.labels_of(full, number):
                     return 404, {"message": "Label does not exist"}, {}
@@ -258,23 +355,38 @@ class FakeGitHub:
     def _list_issues(self, repo: dict[str, Any], query: dict[str, str]) -> list[dict[str, Any]]:
         wanted = [name for name in query.get("labels", "").split(",") if name]
         state = query.get("state", "open")
-        found = [i for i in repo["issues"].values()
-                 if (state == "all" or i["state"] == state)
-                 and all(w in [lb["name"] for lb in i["labels"]] for w in wanted)]
+        found = [
+            i
+            for i in repo["issues"].values()
+            if (state == "all" or i["state"] == state)
+            and all(w in [lb["name"] for lb in i["labels"]] for w in wanted)
+        ]
         return sorted(found, key=lambda i: i["number"], reverse=True)
 
-    def _pulls(self, method: str, repo: dict[str, Any], query: dict[str, str],
-               body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _pulls(
+        self, method: str, repo: dict[str, Any], query: dict[str, str], body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
         if method == "POST":
             if any(p["head"]["ref"] == body["head"] for p in repo["pulls"]):
-                return 422, {"message": "Validation Failed", "errors": [
-                    {"message": "A pull request already exists"}]}, {}
+                return (
+                    422,
+                    {
+                        "message": "Validation Failed",
+                        "errors": [{"message": "A pull request already exists"}],
+                    },
+                    {},
+                )
             number = 1000 + len(repo["pulls"])
-            pull = {"id": self.next_id(), "number": number, "state": "open",
-                    "title": body["title"], "body": body.get("body"),
-                    "head": {"ref": body["head"], "label": body["head"]},
-                    "base": {"ref": body["base"]},
-                    "html_url": f"https://github.com/{repo['full_name']}/pull/{number}"}
+            pull = {
+                "id": self.next_id(),
+                "number": number,
+                "state": "open",
+                "title": body["title"],
+                "body": body.get("body"),
+                "head": {"ref": body["head"], "label": body["head"]},
+                "base": {"ref": body["base"]},
+                "html_url": f"https://github.com/{repo['full_name']}/pull/{number}",
+            }
             repo["pulls"].append(pull)
             return 201, pull, {}
         head = query.get("head", "").split(":")[-1]
@@ -309,8 +421,11 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     status, data, extra = fault.status, {"message": fault.message}, fault.headers
             payload = b"" if data is None else json.dumps(data).encode()
             etag = '"' + hashlib.sha1(payload).hexdigest() + '"'
-            if self.command == "GET" and status == 200 and \
-                    self.headers.get("If-None-Match") == etag:
+            if (
+                self.command == "GET"
+                and status == 200
+                and self.headers.get("If-None-Match") == etag
+            ):
                 status, payload = 304, b""
             costed = status != 304
             with fake.lock:
@@ -349,20 +464,28 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
 def settings_for(server: FakeGitHub, **github: Any) -> dict[str, Any]:
     """A `[github]` section pointed at the fake server, with fast retries and no delays."""
-    return {"repos": ["acme/app"], "base_url": server.url, "backoff_s": 0.01,
-            "request_timeout_s": 1, "seconds_between_requests": 0,
-            "seconds_between_writes": 0, **github}
+    return {
+        "repos": ["acme/app"],
+        "base_url": server.url,
+        "backoff_s": 0.01,
+        "request_timeout_s": 1,
+        "seconds_between_requests": 0,
+        "seconds_between_writes": 0,
+        **github,
+    }
 
 
-def make_source(workspace: Any, server: FakeGitHub, machine: str = "m1",
-                dry_run: bool = False, **github: Any) -> Any:
+def make_source(
+    workspace: Any, server: FakeGitHub, machine: str = "m1", dry_run: bool = False, **github: Any
+) -> Any:
     """A GitHubSource for `workspace` (its own SQLite store) talking to the fake server."""
     from worker.config import load_settings
     from worker.sources.github import GitHubSource
     from worker.store import Store
 
     workspace.mkdir(parents=True, exist_ok=True)
-    settings = load_settings(workspace, env={"WORKER_MACHINE_ID": machine},
-                             github=settings_for(server, **github))
+    settings = load_settings(
+        workspace, env={"WORKER_MACHINE_ID": machine}, github=settings_for(server, **github)
+    )
     store = None if dry_run else Store(settings.db_path)
     return GitHubSource(settings, store, dry_run=dry_run)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker.config import Settings, load_settings
+if TYPE_CHECKING:
+    from worker.config import Settings
 
 WorkspaceOpt = Annotated[
     Path,
@@ -21,4 +22,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object ins
 
 def settings_for(workspace: Path) -> Settings:
     """Load the workspace's settings; a ConfigError reaches main() and exits 78."""
+    from worker.config import load_settings  # pydantic is not needed for `--help`
+
     return load_settings(workspace)

@@ -18,6 +18,7 @@ from worker.kernel.model import (
     Snapshot,
 )
 from worker.kernel.registry import kind_of_source
+from worker.kernel.turn import effective_orders
 
 
 class InvariantViolation(AssertionError):
@@ -29,8 +30,6 @@ def _fail(name: str, detail: str) -> None:
 
 
 def check(snapshot: Snapshot, decision: Decision) -> None:
-    from worker.kernel.decide import effective_orders
-
     orders = effective_orders(snapshot)
     chosen = decision.task.id if decision.task is not None else None
     acted = {(a.act, a.task_id) for a in decision.actions}

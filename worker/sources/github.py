@@ -57,8 +57,15 @@ Issue = dict[str, Any]
 class GitHubSource:
     name = SOURCE
 
-    def __init__(self, settings: Settings, store: Store | None, *, dry_run: bool = False,
-                 open_pr: bool | None = None, client: GitHubClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None,
+        *,
+        dry_run: bool = False,
+        open_pr: bool | None = None,
+        client: GitHubClient | None = None,
+    ) -> None:
         self.settings = settings
         self.gh = settings.github
         self.store = None if dry_run else store
@@ -72,8 +79,10 @@ class GitHubSource:
     def list(self) -> Listing:
         listing = Listing(self.name)
         if not self.client.polling_allowed():
-            message = (f"github: rate limit below the floor of {self.gh.rate_limit_floor} "
-                       f"({self.client.rate.describe()}); polling paused until the reset")
+            message = (
+                f"github: rate limit below the floor of {self.gh.rate_limit_floor} "
+                f"({self.client.rate.describe()}); polling paused until the reset"
+            )
             log.warning(message)
             listing.errors.append(message)
             return listing
@@ -89,9 +98,16 @@ class GitHubSource:
 
     def _list_repo(self, repo: str, listing: Listing) -> builtins.list[Task]:
         response = self.client.get(
-            f"/repos/{repo}/issues", cache_key=f"issues:{repo}:{self.gh.label}",
-            params={"state": "open", "labels": self.gh.label, "sort": "created",
-                    "direction": "asc", "per_page": min(100, self.gh.max_issues)})
+            f"/repos/{repo}/issues",
+            cache_key=f"issues:{repo}:{self.gh.label}",
+            params={
+                "state": "open",
+                "labels": self.gh.label,
+                "sort": "created",
+                "direction": "asc",
+                "per_page": min(100, self.gh.max_issues),
+            },
+        )
         issues: builtins.list[Issue] = [i for i in response.data or [] if isinstance(i, dict)]
         login = self.client.login() if any(i.get("assignees") for i in issues) else None
         found = []
@@ -117,7 +133,8 @@ class GitHubSource:
         mine = self.store.claim_of(task.id) if self.store is not None else None
         if mine is not None and mine["machine_id"] == self.settings.machine_id:
             if mine["state"] == "expired" or (
-                    mine["state"] == "active" and mine["lease_until"] <= time.time()):
+                mine["state"] == "active" and mine["lease_until"] <= time.time()
+            ):
                 return None, ""  # our own run died: take it back
             if mine["state"] == "active":
                 return "ALREADY_CLAIMED", "by this machine"
@@ -159,9 +176,16 @@ class GitHubSource:
         if self.dry_run or self.store is None:
             return False
         repo, number = task.ref["repo"], int(task.ref["number"])
-        if not self.store.claim(task.id, self.name, self.settings.machine_id, os.getpid(),
-                                self.settings.lease_seconds, run_id=run_id, repo=repo,
-                                number=number):
+        if not self.store.claim(
+            task.id,
+            self.name,
+            self.settings.machine_id,
+            os.getpid(),
+            self.settings.lease_seconds,
+            run_id=run_id,
+            repo=repo,
+            number=number,
+        ):
             return False
         try:
             code = self._claim_remote(task, repo, number, run_id)
@@ -201,16 +225,19 @@ class GitHubSource:
                     return comment
             return None
 
-        comment = create_once(client, ("POST", path, {"body": claimed_body(head, me, run)}),
-                              find_mine)
-        client.request("POST", f"/repos/{repo}/issues/{number}/labels",
-                       body={"labels": [gh.in_progress_label]})
+        comment = create_once(
+            client, ("POST", path, {"body": claimed_body(head, me, run)}), find_mine
+        )
+        client.request(
+            "POST", f"/repos/{repo}/issues/{number}/labels", body={"labels": [gh.in_progress_label]}
+        )
         for label in set(gh.end_labels) & set(label_names(issue)):
             self._remove_label(repo, number, label)
         if gh.assign and login:
             try:
-                client.request("POST", f"/repos/{repo}/issues/{number}/assignees",
-                               body={"assignees": [login]})
+                client.request(
+                    "POST", f"/repos/{repo}/issues/{number}/assignees", body={"assignees": [login]}
+                )
             except GitHubError as exc:  # not allowed with this token: the label is enough
                 log.info("github: cannot assign %s: %s", task.id, exc)
         claims = parse_claims(client.comments(repo, number), task.id, login)
@@ -234,8 +261,11 @@ class GitHubSource:
         head = marker(self.settings.machine_id, task.id, task.ref.get("run", "?"))
         body = claimed_body(head, self.settings.machine_id, task.ref.get("run", "?"))
         try:
-            self.client.request("PATCH", f"/repos/{task.ref['repo']}/issues/comments/"
-                                f"{comment_id}", body={"body": body})
+            self.client.request(
+                "PATCH",
+                f"/repos/{task.ref['repo']}/issues/comments/{comment_id}",
+                body={"body": body},
+            )
             self._renewed[task.id] = time.time()
         except GitHubError as exc:
             log.warning("github: could not renew the claim of %s: %s", task.id, exc)
@@ -260,13 +290,17 @@ class GitHubSource:
         label = end_label(self.gh, result.outcome)
         try:
             if label is not None:
-                self.client.request("POST", f"/repos/{repo}/issues/{number}/labels",
-                                    body={"labels": [label]})
+                self.client.request(
+                    "POST", f"/repos/{repo}/issues/{number}/labels", body={"labels": [label]}
+                )
             self._remove_label(repo, number, self.gh.in_progress_label)
             login = self.client.login()
             if result.outcome is Outcome.STOPPED and login:  # available again, to anyone
-                self.client.request("DELETE", f"/repos/{repo}/issues/{number}/assignees",
-                                    body={"assignees": [login]})
+                self.client.request(
+                    "DELETE",
+                    f"/repos/{repo}/issues/{number}/assignees",
+                    body={"assignees": [login]},
+                )
         except GitHubError as exc:
             errors.append(str(exc))
         if errors:
@@ -288,8 +322,9 @@ class GitHubSource:
                 notes.append(f"⚠️ could not open a pull request: {exc}")
         return notes
 
-    def _write_status(self, task: Task, repo: str, number: int, result: TaskResult,
-                      notes: builtins.list[str]) -> None:
+    def _write_status(
+        self, task: Task, repo: str, number: int, result: TaskResult, notes: builtins.list[str]
+    ) -> None:
         me = self.settings.machine_id
         comment_id = task.ref.get("comment_id")
         run = str(task.ref.get("run") or "?")
@@ -303,8 +338,9 @@ class GitHubSource:
         body = result_body(head, me, run, result, notes)
         if comment_id is not None:
             try:
-                self.client.request("PATCH", f"/repos/{repo}/issues/comments/{comment_id}",
-                                    body={"body": body})
+                self.client.request(
+                    "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body}
+                )
                 return
             except GitHubError as exc:
                 if exc.status != 404:
@@ -319,13 +355,15 @@ class GitHubSource:
 
         created = create_once(self.client, ("POST", path, {"body": body}), find_mine)
         if not str(created.get("body", "")).startswith(head):
-            self.client.request("PATCH", f"/repos/{repo}/issues/comments/{created['id']}",
-                                body={"body": body})
+            self.client.request(
+                "PATCH", f"/repos/{repo}/issues/comments/{created['id']}", body={"body": body}
+            )
 
     def _remove_label(self, repo: str, number: int, label: str) -> None:
         try:
-            self.client.request("DELETE",
-                                f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}")
+            self.client.request(
+                "DELETE", f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"
+            )
         except GitHubError as exc:
             if exc.status != 404:  # not there: nothing to remove
                 raise

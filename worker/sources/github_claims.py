@@ -22,7 +22,8 @@ from worker.sources.github_settings import GitHubSettings
 
 _MARKER = re.compile(
     r"^<!-- worker:claim machine=(?P<machine>\S+) task=(?P<task>\S+) run=(?P<run>\S+)"
-    r" state=(?P<state>[a-z_]+) -->")
+    r" state=(?P<state>[a-z_]+) -->"
+)
 # Authors whose markers count: people with a role in the repository (author_association).
 _TRUSTED_ASSOCIATIONS = {"OWNER", "MEMBER", "COLLABORATOR"}
 ACTIVE = "active"
@@ -45,12 +46,15 @@ class Claim:
 
 def marker(machine: str, task: str, run: int | str, state: str = ACTIVE) -> str:
     safe = "/#:@.-_"
-    return (f"<!-- worker:claim machine={quote(machine, safe=safe)} task={quote(task, safe=safe)}"
-            f" run={quote(str(run), safe=safe)} state={state} -->")
+    return (
+        f"<!-- worker:claim machine={quote(machine, safe=safe)} task={quote(task, safe=safe)}"
+        f" run={quote(str(run), safe=safe)} state={state} -->"
+    )
 
 
-def parse_claims(comments: list[dict[str, Any]], task: str,
-                 own_login: str | None = None) -> list[Claim]:
+def parse_claims(
+    comments: list[dict[str, Any]], task: str, own_login: str | None = None
+) -> list[Claim]:
     """The claim markers for `task` in an issue's comments, oldest first."""
     found = []
     for comment in comments:
@@ -61,13 +65,23 @@ def parse_claims(comments: list[dict[str, Any]], task: str,
         if comment.get("author_association") not in _TRUSTED_ASSOCIATIONS and login != own_login:
             continue
         written = max(timestamp(comment.get("created_at")), timestamp(comment.get("updated_at")))
-        found.append(Claim(int(comment["id"]), unquote(match["machine"]), task,
-                           unquote(match["run"]), match["state"], login, written))
+        found.append(
+            Claim(
+                int(comment["id"]),
+                unquote(match["machine"]),
+                task,
+                unquote(match["run"]),
+                match["state"],
+                login,
+                written,
+            )
+        )
     return sorted(found, key=lambda claim: claim.comment_id)
 
 
-def earliest_live(claims: list[Claim], ttl_s: float, now: float | None = None,
-                  ignore: set[int] | None = None) -> Claim | None:
+def earliest_live(
+    claims: list[Claim], ttl_s: float, now: float | None = None, ignore: set[int] | None = None
+) -> Claim | None:
     live = [c for c in claims if c.live(ttl_s, now) and c.comment_id not in (ignore or set())]
     return min(live, key=lambda c: c.comment_id, default=None)
 
@@ -78,8 +92,9 @@ def find_own(claims: list[Claim], machine: str, run: str | None = None) -> Claim
     return mine[-1] if mine else None
 
 
-def check_trust(client: GitHubClient, settings: GitHubSettings, repo: str,
-                number: int) -> tuple[bool, str]:
+def check_trust(
+    client: GitHubClient, settings: GitHubSettings, repo: str, number: int
+) -> tuple[bool, str]:
     """Was the trigger label applied by someone trusted? (allow-list, else write access)"""
     actor = label_actor(client.events(repo, number), settings.label)
     if actor is None:
@@ -91,8 +106,9 @@ def check_trust(client: GitHubClient, settings: GitHubSettings, repo: str,
     return False, f"{settings.label!r} was applied by {actor}, who has no write access"
 
 
-def create_once(client: GitHubClient, create: tuple[str, str, dict[str, Any]],
-                find: Any) -> dict[str, Any]:
+def create_once(
+    client: GitHubClient, create: tuple[str, str, dict[str, Any]], find: Any
+) -> dict[str, Any]:
     """POST that is never duplicated: after a failed attempt (whose write may have happened
     anyway), `find()` looks for the object before trying again."""
     verb, path, body = create

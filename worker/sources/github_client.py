@@ -46,8 +46,13 @@ _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 class GitHubError(WorkerError):
     """A GitHub request failed after its retries; the message names the request, never the token."""
 
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None,
-                 rate_limited: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+        rate_limited: bool = False,
+    ) -> None:
         super().__init__(redact(message))
         self.status = status
         self.retry_after = retry_after
@@ -94,8 +99,9 @@ def token_from_env(env: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def make_client(settings: GitHubSettings, store: Store | None = None,
-                token: str | None = None) -> GitHubClient:
+def make_client(
+    settings: GitHubSettings, store: Store | None = None, token: str | None = None
+) -> GitHubClient:
     """A client for `settings.base_url`; `store` None keeps ETags in memory only (dry runs)."""
     return GitHubClient(settings, store, token if token is not None else token_from_env())
 
@@ -112,7 +118,9 @@ class GitHubClient:
         self._login: str | None = None
         auth = github.Auth.Token(token) if token else None
         self._gh = github.Github(
-            auth=auth, base_url=settings.base_url, timeout=settings.request_timeout_s,
+            auth=auth,
+            base_url=settings.base_url,
+            timeout=settings.request_timeout_s,
             retry=None,  # no urllib3 retries: tenacity retries, and counts, every attempt
             per_page=100,
             seconds_between_requests=settings.seconds_between_requests or None,
@@ -127,22 +135,35 @@ class GitHubClient:
         return self._gh
 
     # -- requests ---------------------------------------------------------------------------
-    def request(self, verb: str, path: str, *, params: dict[str, Any] | None = None,
-                body: Any = None, headers: dict[str, str] | None = None,
-                retry: bool = True) -> Response:
+    def request(
+        self,
+        verb: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        retry: bool = True,
+    ) -> Response:
         """One REST call with retries; raises GitHubError for what remains (4xx, exhausted)."""
         attempts = self.settings.retries + 1 if retry else 1
         retrying = Retrying(
-            stop=stop_after_attempt(attempts), retry=retry_if_exception(self.retryable),
-            wait=self._wait, reraise=True,
+            stop=stop_after_attempt(attempts),
+            retry=retry_if_exception(self.retryable),
+            wait=self._wait,
+            reraise=True,
             before_sleep=lambda state: log.warning(
-                "github: %s %s failed (%s); retrying", verb, path,
-                state.outcome.exception() if state.outcome else "?"),
+                "github: %s %s failed (%s); retrying",
+                verb,
+                path,
+                state.outcome.exception() if state.outcome else "?",
+            ),
         )
         return retrying(self._once, verb, path, params, body, headers)
 
-    def get(self, path: str, *, params: dict[str, Any] | None = None,
-            cache_key: str | None = None) -> Response:
+    def get(
+        self, path: str, *, params: dict[str, Any] | None = None, cache_key: str | None = None
+    ) -> Response:
         """GET; with `cache_key`, a conditional request answered from the cache on 304."""
         headers: dict[str, str] = {}
         cached = self._cached(cache_key) if cache_key else None
@@ -156,8 +177,9 @@ class GitHubClient:
             self._remember(cache_key, {"etag": etag, "data": response.data})
         return response
 
-    def paginate(self, path: str, *, params: dict[str, Any] | None = None,
-                 limit: int = 1000) -> Iterator[dict[str, Any]]:
+    def paginate(
+        self, path: str, *, params: dict[str, Any] | None = None, limit: int = 1000
+    ) -> Iterator[dict[str, Any]]:
         """Every item of a list answer, following `Link: rel="next"`, up to `limit` items."""
         url: str | None = path
         params = {"per_page": 100, **(params or {})}
@@ -172,14 +194,21 @@ class GitHubClient:
             match = _NEXT.search(response.headers.get("link", ""))
             url, params = (match.group(1), None) if match else (None, None)
 
-    def _once(self, verb: str, path: str, params: dict[str, Any] | None, body: Any,
-              headers: dict[str, str] | None) -> Response:
+    def _once(
+        self,
+        verb: str,
+        path: str,
+        params: dict[str, Any] | None,
+        body: Any,
+        headers: dict[str, str] | None,
+    ) -> Response:
         import requests
 
         self.stats.requests += 1
         try:
             status, resp_headers, output = self._requester.requestJson(
-                verb, path, params, dict(headers or {}), body)
+                verb, path, params, dict(headers or {}), body
+            )
         except (requests.Timeout, requests.ConnectionError, TimeoutError, OSError) as exc:
             raise GitHubError(f"{verb} {path}: {type(exc).__name__}: {exc}") from None
         resp_headers = {key.lower(): value for key, value in resp_headers.items()}
@@ -198,13 +227,15 @@ class GitHubClient:
             raise self._error(verb, path, status, resp_headers, data)
         return Response(status, data, resp_headers)
 
-    def _error(self, verb: str, path: str, status: int, headers: dict[str, str],
-               data: Any) -> GitHubError:
+    def _error(
+        self, verb: str, path: str, status: int, headers: dict[str, str], data: Any
+    ) -> GitHubError:
         message = (data or {}).get("message", "") if isinstance(data, dict) else ""
         retry_after = _float(headers.get("retry-after"))
         primary = status in (403, 429) and headers.get("x-ratelimit-remaining") == "0"
         secondary = status in (403, 429) and (
-            retry_after is not None or "secondary rate limit" in message.lower())
+            retry_after is not None or "secondary rate limit" in message.lower()
+        )
         text = f"{verb} {path}: HTTP {status}" + (f" {message}" if message else "")
         if primary and not secondary:
             reset = _float(headers.get("x-ratelimit-reset"))
@@ -219,8 +250,11 @@ class GitHubClient:
         if exc.status is None or exc.status in _RETRY_STATUS:  # timeout, reset, 5xx
             return True
         # A secondary rate limit says when to come back; a long wait is an error instead.
-        return (exc.rate_limited and exc.retry_after is not None
-                and exc.retry_after <= self.settings.max_retry_after_s)
+        return (
+            exc.rate_limited
+            and exc.retry_after is not None
+            and exc.retry_after <= self.settings.max_retry_after_s
+        )
 
     def backoff(self, attempt: int, exc: BaseException | None = None) -> float:
         """Seconds before attempt `attempt + 1`: Retry-After when given, else doubling."""
@@ -237,8 +271,11 @@ class GitHubClient:
         remaining = headers.get("x-ratelimit-remaining")
         if remaining is None:
             return
-        self.rate = RateLimit(int(float(remaining)), _int(headers.get("x-ratelimit-limit")),
-                              _float(headers.get("x-ratelimit-reset")))
+        self.rate = RateLimit(
+            int(float(remaining)),
+            _int(headers.get("x-ratelimit-limit")),
+            _float(headers.get("x-ratelimit-reset")),
+        )
         self._put("github:rate", json.dumps(self.rate.__dict__))
 
     def _load_rate(self) -> None:
@@ -304,7 +341,8 @@ class GitHubClient:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` (no such collaborator)."""
         try:
             data = self.request(
-                "GET", f"/repos/{repo}/collaborators/{quote(login)}/permission").data
+                "GET", f"/repos/{repo}/collaborators/{quote(login)}/permission"
+            ).data
         except GitHubError as exc:
             if exc.status in (403, 404):
                 return "none"

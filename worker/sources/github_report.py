@@ -19,8 +19,14 @@ from worker.sources.github_settings import GitHubSettings
 
 log = logging.getLogger(__name__)
 
-_ICONS = {Outcome.SUCCESS: "✅", Outcome.FAILURE: "❌", Outcome.WAITING: "⏸️",
-          Outcome.STOPPED: "⏹️", Outcome.EXPIRED: "⌛", Outcome.CANCELLED: "🚫"}
+_ICONS = {
+    Outcome.SUCCESS: "✅",
+    Outcome.FAILURE: "❌",
+    Outcome.WAITING: "⏸️",
+    Outcome.STOPPED: "⏹️",
+    Outcome.EXPIRED: "⌛",
+    Outcome.CANCELLED: "🚫",
+}
 # A credential helper that reads the token from the environment of the git process: the
 # token is never on a command line, in a file, or in a log.
 _HELPER = '!f() { echo username=x-access-token; echo "password=$WORKER_GIT_TOKEN"; }; f'
@@ -39,79 +45,126 @@ def end_label(settings: GitHubSettings, outcome: Outcome) -> str | None:
 
 def claimed_body(head: str, machine: str, run: int | str) -> str:
     at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    return (f"{head}\n🤖 **worker** on `{_code(machine)}` claimed this issue (run {run}) and "
-            f"is working on it.\n\n_Claimed {at}; last sign of life {at}._")
+    return (
+        f"{head}\n🤖 **worker** on `{_code(machine)}` claimed this issue (run {run}) and "
+        f"is working on it.\n\n_Claimed {at}; last sign of life {at}._"
+    )
 
 
-def result_body(head: str, machine: str, run: int | str, result: TaskResult,
-                notes: list[str]) -> str:
+def result_body(
+    head: str, machine: str, run: int | str, result: TaskResult, notes: list[str]
+) -> str:
     icon = _ICONS.get(result.outcome, "ℹ️")
     modes = " → ".join(result.modes) or "-"
     escalations = max(0, len(dict.fromkeys(result.modes)) - 1)
     rows = [
         ("Outcome", f"{icon} {result.outcome.value}"),
         ("Iterations", str(len(result.iterations))),
-        ("Modes", modes + (f" ({escalations} escalation{'s' * (escalations != 1)})"
-                           if escalations else "")),
+        (
+            "Modes",
+            modes
+            + (f" ({escalations} escalation{'s' * (escalations != 1)})" if escalations else ""),
+        ),
         ("Duration", _duration(result.duration_s)),
         ("Cost", f"${result.cost_usd:.4f}"),
         ("Branch", f"`{_code(result.branch)}`" if result.branch else "-"),
     ]
-    lines = [head, f"🤖 **worker** on `{_code(machine)}` · run {run}", "",
-             "| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows)]
+    lines = [
+        head,
+        f"🤖 **worker** on `{_code(machine)}` · run {run}",
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {k} | {_cell(v)} |" for k, v in rows),
+    ]
     if result.reason and result.outcome is not Outcome.SUCCESS:
         lines += ["", f"**Why:** {_text(result.reason, 1500)}"]
     elif result.reason:
         lines += ["", f"**Summary:** {_text(result.reason, 1500)}"]
     if result.reason_codes:
-        lines += ["", "Reason codes: " + ", ".join(f"`{_code(c)}`" for c in
-                                                   result.reason_codes[:12])]
+        lines += [
+            "",
+            "Reason codes: " + ", ".join(f"`{_code(c)}`" for c in result.reason_codes[:12]),
+        ]
     if result.anomalies:
         lines += ["", "Supervisor: " + _text("; ".join(result.anomalies[:5]), 600)]
     lines += [f"\n{_text(note, 600)}" for note in notes]
     if result.final_text:
-        lines += ["", "<details><summary>Agent's last words</summary>", "",
-                  "```text", _text(result.final_text[-3000:], 3000).replace("```", "ʼʼʼ"),
-                  "```", "</details>"]
+        lines += [
+            "",
+            "<details><summary>Agent's last words</summary>",
+            "",
+            "```text",
+            _text(result.final_text[-3000:], 3000).replace("```", "ʼʼʼ"),
+            "```",
+            "</details>",
+        ]
     return "\n".join(lines)
 
 
-def push_branch(settings: GitHubSettings, workspace: Any, branch: str,
-                token: str | None) -> str | None:
+def push_branch(
+    settings: GitHubSettings, workspace: Any, branch: str, token: str | None
+) -> str | None:
     """Push `branch` to the workspace's remote; returns an error text, None when pushed."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     if token:
-        env.update({"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "credential.helper",
-                    "GIT_CONFIG_VALUE_0": "", "GIT_CONFIG_KEY_1": "credential.helper",
-                    "GIT_CONFIG_VALUE_1": _HELPER, "WORKER_GIT_TOKEN": token})
-    proc = run_process(["git", "push", settings.remote, f"{branch}:refs/heads/{branch}"],
-                       cwd=workspace, timeout_s=300, env=env)
+        env.update(
+            {
+                "GIT_CONFIG_COUNT": "2",
+                "GIT_CONFIG_KEY_0": "credential.helper",
+                "GIT_CONFIG_VALUE_0": "",
+                "GIT_CONFIG_KEY_1": "credential.helper",
+                "GIT_CONFIG_VALUE_1": _HELPER,
+                "WORKER_GIT_TOKEN": token,
+            }
+        )
+    proc = run_process(
+        ["git", "push", settings.remote, f"{branch}:refs/heads/{branch}"],
+        cwd=workspace,
+        timeout_s=300,
+        env=env,
+    )
     if proc.exit_code == 0:
         return None
     tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
     return redact(f"git push {settings.remote} {branch} failed: {' / '.join(tail)}")
 
 
-def open_pull_request(client: GitHubClient, settings: GitHubSettings, task: Task,
-                      branch: str) -> str:
+def open_pull_request(
+    client: GitHubClient, settings: GitHubSettings, task: Task, branch: str
+) -> str:
     """The URL of the open pull request for `branch` (found, else created), linking the issue."""
     repo, number = task.ref["repo"], task.ref["number"]
     owner = repo.split("/", 1)[0]
 
     def existing() -> dict[str, Any] | None:
-        pulls = client.request("GET", f"/repos/{repo}/pulls",
-                               params={"head": f"{owner}:{branch}", "state": "open"}).data
+        pulls = client.request(
+            "GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{branch}", "state": "open"}
+        ).data
         return pulls[0] if pulls else None
 
     found = existing()
     if found is None:
         base = settings.pr_base or client.request("GET", f"/repos/{repo}").data["default_branch"]
-        body = (f"Closes #{number}\n\nWork done by worker on {task.id}; "
-                "see the issue's status comment for the run.")
+        body = (
+            f"Closes #{number}\n\nWork done by worker on {task.id}; "
+            "see the issue's status comment for the run."
+        )
         try:
-            found = create_once(client, ("POST", f"/repos/{repo}/pulls", {
-                "title": redact(f"{task.title} (#{number})")[:250], "head": branch,
-                "base": base, "body": body}), existing)
+            found = create_once(
+                client,
+                (
+                    "POST",
+                    f"/repos/{repo}/pulls",
+                    {
+                        "title": redact(f"{task.title} (#{number})")[:250],
+                        "head": branch,
+                        "base": base,
+                        "body": body,
+                    },
+                ),
+                existing,
+            )
         except GitHubError as exc:
             if exc.status != 422:
                 raise

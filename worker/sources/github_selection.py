@@ -21,8 +21,16 @@ _AGENT = re.compile(r"^[\s>*_-]*agent[*_]*\s*:[*_\s]*(?P<value>[^\n]*?)[*_\s]*$"
 _TASK_ID = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]{0,9})$")
 _P_LABEL = re.compile(r"^p([0-9])$", re.I)
 _PRIORITY_LABEL = re.compile(r"^priority\s*[:/-]\s*(.+)$", re.I)
-_PRIORITY_WORDS = {"critical": 0, "urgent": 0, "highest": 1, "high": 2, "medium": 5,
-                   "normal": 5, "low": 8, "lowest": 9}
+_PRIORITY_WORDS = {
+    "critical": 0,
+    "urgent": 0,
+    "highest": 1,
+    "high": 2,
+    "medium": 5,
+    "normal": 5,
+    "low": 8,
+    "lowest": 9,
+}
 DEFAULT_PRIORITY = 5
 
 
@@ -45,8 +53,9 @@ def parse_task_id(value: str) -> tuple[str, int] | None:
 
 
 def label_names(issue: dict[str, Any]) -> list[str]:
-    return [str(label.get("name", "")) for label in issue.get("labels") or []
-            if isinstance(label, dict)]
+    return [
+        str(label.get("name", "")) for label in issue.get("labels") or [] if isinstance(label, dict)
+    ]
 
 
 def assignee_logins(issue: dict[str, Any]) -> list[str]:
@@ -133,17 +142,31 @@ def issue_task(repo: str, issue: dict[str, Any]) -> Task:
     labels = label_names(issue)
     created = timestamp(issue.get("created_at"))
     return Task(
-        id=task_id(repo, number), source=SOURCE, title=str(issue.get("title") or "")[:300],
-        body=str(issue.get("body") or ""), sender=(issue.get("user") or {}).get("login"),
+        id=task_id(repo, number),
+        source=SOURCE,
+        title=str(issue.get("title") or "")[:300],
+        body=str(issue.get("body") or ""),
+        sender=(issue.get("user") or {}).get("login"),
         priority=priority_of(labels),
         created_at=datetime.fromtimestamp(created, UTC) if created else None,
         labels=tuple(labels),
-        ref={"repo": repo, "number": number, "url": issue.get("html_url"),
-             "updated_at": issue.get("updated_at")},
+        ref={
+            "repo": repo,
+            "number": number,
+            "url": issue.get("html_url"),
+            "updated_at": issue.get("updated_at"),
+        },
     )
 
 
 def order(tasks: list[Task]) -> list[Task]:
     """Most urgent first, then oldest, then lowest number (stable across runs)."""
-    return sorted(tasks, key=lambda t: (t.priority, t.created_at.timestamp() if t.created_at
-                                         else float("inf"), t.ref.get("number", 0), t.id))
+    return sorted(
+        tasks,
+        key=lambda t: (
+            t.priority,
+            t.created_at.timestamp() if t.created_at else float("inf"),
+            t.ref.get("number", 0),
+            t.id,
+        ),
+    )

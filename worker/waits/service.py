@@ -155,7 +155,7 @@ def note(
                 f"{', '.join(state.approvers or settings.waits.approvers)}"
             )
     written = intercom.write_note(settings, task_id, kind, text, by)
-    with _ledger(settings) as ledger:
+    with _ledger(settings, create=True) as ledger:
         if ledger is not None:
             code = WaitCode.MESSAGE_NOTED if kind == "message" else WaitCode.APPROVAL_NOTED
             ledger.log(task_id, code, f"{kind} by {by or 'the local user'}")

@@ -1,0 +1,124 @@
+"""Benchmarks of the batch cycle; prints one JSON object.
+
+Every time is the median of several runs and sits beside a baseline measured in the same run
+(`python -c pass`, or calling the agent directly), so the ratios mean something on any machine.
+
+    python bench/bench_core.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FAKE = REPO / "tests" / "fakes" / "fake_claude.py"
+
+
+def timed(argv: list[str], env: dict[str, str], repeat: int, cwd: Path | None = None) -> float:
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def worker(*args: str) -> list[str]:
+    return [sys.executable, "-m", "worker", *args]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    repeat = parser.parse_args().repeat
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
+    env.update({"WORKER_MACHINE_ID": "bench", "WORKER_REVIEW__ENABLED": "false",
+                "WORKER_SUPERVISION__ENABLED": "false"})
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        empty = root / "empty"
+        empty.mkdir()
+        python = timed([sys.executable, "-c", "pass"], env, repeat)
+        help_s = timed(worker("--help"), env, repeat)
+        dry = timed(worker("run", "--dry-run", "--workspace", str(empty)), env, repeat)
+        out["startup"] = {
+            "python_c_pass_s": round(python, 4), "worker_help_s": round(help_s, 4),
+            "dry_run_s": round(dry, 4), "help_ratio": round(help_s / python, 2),
+            "dry_run_ratio": round(dry / python, 2), "goal_dry_run_s": 0.35,
+            "dry_run_meets_goal": dry < 0.35,
+        }
+
+        # Idle run: 10,000 messages for other machines, 1,000 wait states not ready.
+        busy = root / "busy"
+        (busy / "inbox").mkdir(parents=True)
+        (busy / "wait_states").mkdir()
+        for n in range(10_000):
+            (busy / "inbox" / f"m{n}.json").write_text(json.dumps({
+                "id": f"m{n}", "from": "x", "to": f"machine-{n % 7}", "subject": "s",
+                "body": "b" * 200, "status": "unread"}))
+        now = datetime.now(UTC).isoformat()
+        for n in range(1000):
+            (busy / "wait_states" / f"w{n}.json").write_text(json.dumps({
+                "taskId": f"w{n}", "timestamp": now, "reason": "r", "waitFor": "approval",
+                "resumeWhen": "user_approval",
+                "context": {"mode": "code-simple", "model": "haiku", "iteration": 1,
+                            "outputSnippet": "..."}}))
+        (busy / "worker.toml").write_text("[fallback]\nenabled = false\n")
+        idle = timed(worker("run", "--json", "--workspace", str(busy)), env, max(3, repeat // 2))
+        out["idle_run"] = {
+            "messages": 10_000, "wait_states": 1000, "idle_run_s": round(idle, 4),
+            "ratio_to_python": round(idle / python, 2), "goal_s": 1.0, "meets_goal": idle < 1.0,
+        }
+
+        # Overhead per iteration: a 5-iteration task vs calling the agent 5 times directly.
+        task_ws = root / "task"
+        (task_ws / "inbox").mkdir(parents=True)
+        script = root / "script.json"
+        script.write_text(json.dumps({"answers": [{"status": "continue"}] * 4
+                                      + [{"status": "success"}]}))
+        agent_env = {**env, "FAKE_CLAUDE_SCRIPT": str(script),
+                     "WORKER_CLAUDE_BIN": str(root / "claude")}
+        (root / "claude").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+        (root / "claude").chmod(0o755)
+        direct_samples, worker_samples = [], []
+        for _ in range(max(3, repeat // 2)):
+            t0 = time.perf_counter()
+            for _ in range(5):
+                subprocess.run([str(root / "claude"), "-p"], input="hi", env=agent_env,
+                               capture_output=True, text=True, check=False)
+            direct_samples.append(time.perf_counter() - t0)
+            (task_ws / "inbox" / "t.json").write_text(json.dumps({
+                "id": "t", "from": "x", "to": "bench", "subject": "s", "body": "b",
+                "status": "unread"}))
+            t0 = time.perf_counter()
+            subprocess.run(worker("run", "--mode", "code-complex", "--workspace", str(task_ws),
+                                  "--json"), env=agent_env, capture_output=True, check=False)
+            worker_samples.append(time.perf_counter() - t0 - python)  # minus interpreter start
+            for folder in ("done", "claimed"):
+                for path in (task_ws / "inbox" / folder).glob("t*.json"):
+                    path.unlink()
+            for path in (task_ws / "inbox").glob("t-*.json"):
+                path.unlink()
+        direct, through = statistics.median(direct_samples), statistics.median(worker_samples)
+        per_iteration = (through - direct) / 5
+        out["iteration_overhead"] = {
+            "direct_5_calls_s": round(direct, 4), "worker_5_iterations_s": round(through, 4),
+            "overhead_per_iteration_ms": round(per_iteration * 1000, 1),
+            "ratio": round(through / direct, 3), "goal_ms": 50,
+            "meets_goal": per_iteration < 0.05,
+        }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

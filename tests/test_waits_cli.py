@@ -1,0 +1,103 @@
+"""`worker waits ...`, `worker intercom send` and `worker status` through the real CLI:
+exit codes, stdout and stderr apart, text and `--json`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import run_worker, write_message
+from tests.test_waits_conditions import make_wait
+from worker.cli.app import app
+from worker.config import Settings, load_settings
+
+
+@pytest.fixture
+def settings(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    return load_settings(workspace)
+
+
+def cli(ws: Path, *args: str) -> Any:
+    return CliRunner().invoke(app, [*args, "--workspace", str(ws)])
+
+
+def test_list_and_show_in_text_and_json(settings: Settings) -> None:
+    ws = settings.workspace
+    assert cli(ws, "waits", "list").stdout.strip() == "no task is waiting"
+    make_wait(settings, "owner/repo#12", "github_decision", source="github")
+    make_wait(settings, "msg-1", "user_approval", age_s=3600)
+    data = json.loads(cli(ws, "waits", "list", "--json").stdout)
+    assert [w["task_id"] for w in data["waits"]] == ["msg-1", "owner/repo#12"]  # oldest first
+    text = cli(ws, "waits", "list").stdout
+    assert text.splitlines()[1].split()[:4] == ["msg-1", "user_approval", "an", "answer"]
+    shown = json.loads(cli(ws, "waits", "show", "owner/repo#12", "--json").stdout)
+    assert shown["file"] == "owner_repo_12.json" and shown["state"]["resumeWhen"] == (
+        "github_decision")
+    missing = run_worker(ws, "waits", "show", "nope")
+    assert missing.returncode == 2 and "no wait state 'nope'" in missing.stderr
+    assert missing.stdout == ""
+
+
+def test_approve_by_someone_not_listed_is_refused(settings: Settings) -> None:
+    make_wait(settings, "msg-2", "user_approval", approvers=["alice"])
+    refused = run_worker(settings.workspace, "waits", "approve", "msg-2", "--by", "mallory")
+    assert refused.returncode == 2 and "APPROVER_NOT_ALLOWED" in refused.stderr
+    assert not (settings.state / "intercom" / "msg-2").exists()
+    ok = cli(settings.workspace, "waits", "approve", "msg-2", "--by", "alice", "--note", "fine")
+    assert ok.exit_code == 0 and "approval of msg-2 noted" in ok.stdout
+
+
+def test_approve_a_wait_for_something_else_is_refused(settings: Settings) -> None:
+    make_wait(settings, "msg-3", "roosync_response")
+    result = run_worker(settings.workspace, "waits", "approve", "msg-3")
+    assert result.returncode == 2 and "waits for roosync_response" in result.stderr
+
+
+def test_reject_and_intercom_send_write_notes(settings: Settings) -> None:
+    make_wait(settings, "msg-4", "user_approval")
+    assert cli(settings.workspace, "waits", "reject", "msg-4", "--note", "no").exit_code == 0
+    sent = cli(settings.workspace, "intercom", "send", "msg-5", "hello", "--json")
+    assert sent.exit_code == 0 and json.loads(sent.stdout)["task_id"] == "msg-5"
+    shown = json.loads(cli(settings.workspace, "waits", "show", "msg-4", "--json").stdout)
+    assert [n["kind"] for n in shown["notes"]] == ["rejection"]
+    assert "APPROVAL_NOTED" in [e["code"] for e in shown["log"]]
+    notes = settings.state / "intercom" / "msg-5"
+    assert json.loads(next(notes.glob("*.json")).read_text())["text"] == "hello"
+
+
+def test_cancel_reports_to_the_source_and_moves_the_file(settings: Settings) -> None:
+    write_message(settings.workspace, "msg-6")
+    (settings.inbox / "msg-6.json").rename(settings.inbox / "done.json")
+    (settings.inbox / "done").mkdir()
+    (settings.inbox / "done.json").rename(settings.inbox / "done" / "msg-6.json")
+    make_wait(settings, "msg-6", "user_approval", source="inbox", sourceRef={"file": "msg-6.json"})
+    result = cli(settings.workspace, "waits", "cancel", "msg-6", "--reason", "not needed",
+                 "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["outcome"] == "cancelled"
+    assert (settings.wait_states / "cancelled" / "msg-6.json").exists()
+    reply = json.loads((settings.inbox / "msg-6-cancelled-reply.json").read_text())
+    assert reply["to"] == "alice" and "not needed" in reply["body"]
+
+
+def test_prune_expires_now(settings: Settings) -> None:
+    make_wait(settings, "msg-7", "user_approval", expiresAt=datetime.now(UTC) - timedelta(1))
+    make_wait(settings, "msg-8", "user_approval")
+    data = json.loads(cli(settings.workspace, "waits", "prune", "--json").stdout)
+    assert data["expired"] == ["msg-7"] and data["waiting"] == 1
+
+
+def test_status_at_a_glance(settings: Settings) -> None:
+    make_wait(settings, "msg-9", "intercom_message", age_s=7200)
+    result = run_worker(settings.workspace, "status")
+    assert result.returncode == 0, result.stderr
+    assert "waiting: 1" in result.stdout
+    row = result.stdout.splitlines()[-1].split()
+    assert row[:2] == ["msg-9", "intercom_message"] and row[-2:] == ["2h00m", "no"]
+    data = json.loads(run_worker(settings.workspace, "status", "--json").stdout)
+    assert data["waiting"][0]["task_id"] == "msg-9" and data["last_run"] is None
