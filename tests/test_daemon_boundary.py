@@ -43,8 +43,15 @@ main()
 """
 
 _SECRET = "the-launch-codes-are-0000"
-_DATA_PLANE = ("worker.runner", "worker.loop", "worker.prompt", "worker.sources.inbox",
-               "worker.agents", "worker.waits.state", "worker.review.hooks")
+_DATA_PLANE = (
+    "worker.runner",
+    "worker.loop",
+    "worker.prompt",
+    "worker.sources.inbox",
+    "worker.agents",
+    "worker.waits.state",
+    "worker.review.hooks",
+)
 
 
 def test_supervisor_never_opens_the_inbox_or_prompts(workspace: Path, tmp_path: Path) -> None:
@@ -59,8 +66,12 @@ def test_supervisor_never_opens_the_inbox_or_prompts(workspace: Path, tmp_path: 
     script, log = tmp_path / "audited.py", tmp_path / "audit.log"
     script.write_text(textwrap.dedent(_AUDITED), encoding="utf-8")
 
-    proc = subprocess.Popen([sys.executable, str(script), str(workspace), str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(workspace), str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_until_promoted(settings.db_path, proc)
         proc.send_signal(signal.SIGTERM)
@@ -73,33 +84,46 @@ def test_supervisor_never_opens_the_inbox_or_prompts(workspace: Path, tmp_path: 
     lines = [line.split("\t", 1) for line in log.read_text().splitlines()]
     touched = [Path(path) for kind, path in lines if kind != "modules"]
     assert any(p.name == "worker.db" for p in touched)  # the hook did see the supervisor work
-    forbidden = [workspace / "inbox", workspace / "wait_states", workspace / "modes",
-                 settings.reports, workspace / ".worker" / "prompts"]
+    forbidden = [
+        workspace / "inbox",
+        workspace / "wait_states",
+        workspace / "modes",
+        settings.reports,
+        workspace / ".worker" / "prompts",
+    ]
     package = Path(__file__).resolve().parents[1] / "worker"
     for path in touched:
         absolute = path if path.is_absolute() else workspace / path
         assert not any(absolute.is_relative_to(f) for f in forbidden), path
-        if not (absolute.is_relative_to(package) or absolute.is_relative_to(sys.base_prefix)
-                or absolute.is_relative_to(sys.prefix)):
+        if not (
+            absolute.is_relative_to(package)
+            or absolute.is_relative_to(sys.base_prefix)
+            or absolute.is_relative_to(sys.prefix)
+        ):
             assert "prompt" not in absolute.name.lower(), path
     imported = next(path for kind, path in lines if kind == "modules").split(",")
     assert not [m for m in imported if m.startswith(_DATA_PLANE)]
 
     # And nothing the supervisor stored holds message content.
     with sqlite3.connect(settings.db_path) as db:
-        rows = [*db.execute("SELECT * FROM supervisor_events"),
-                *db.execute("SELECT * FROM supervisor_revisions"),
-                *db.execute("SELECT * FROM supervisor_state"),
-                *db.execute("SELECT * FROM kv WHERE key LIKE 'supervise.%'")]
+        rows = [
+            *db.execute("SELECT * FROM supervisor_events"),
+            *db.execute("SELECT * FROM supervisor_revisions"),
+            *db.execute("SELECT * FROM supervisor_state"),
+            *db.execute("SELECT * FROM kv WHERE key LIKE 'supervise.%'"),
+        ]
     assert rows and _SECRET not in repr(rows)
 
 
 def test_supervisor_modules_do_not_import_the_data_plane() -> None:
     """A fresh interpreter importing everything `worker supervise` uses."""
-    code = ("import sys, worker.cli.supervise, worker.daemon.supervisor, worker.daemon.status;"
-            "print('\\n'.join(sorted(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ}).stdout.split()
+    code = (
+        "import sys, worker.cli.supervise, worker.daemon.supervisor, worker.daemon.status;"
+        "print('\\n'.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
+    ).stdout.split()
     assert not [m for m in out if m.startswith(_DATA_PLANE)]
 
 

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,8 +18,10 @@ from typer.testing import CliRunner
 from tests.test_daemon_support import Repo, child_script, settings_for, until
 from worker.cli.app import app
 from worker.daemon.settings import backoff_sum
+from worker.daemon.state import SupervisorState
 from worker.daemon.supervisor import Supervisor
 from worker.errors import ConfigError
+from worker.store import Store
 
 
 def _invoke(cli: CliRunner, *args: str) -> Any:
@@ -46,8 +53,11 @@ def test_schedule_systemd_units_size_the_start_limit_to_the_backoff(
     files = json.loads(result.stdout)["files"]
     service = files[f"worker-run-{workspace.name}.service"]
     timer = files[f"worker-run-{workspace.name}.timer"]
-    keys = dict(line.split("=", 1) for line in service.splitlines() if "=" in line
-                and not line.startswith("#"))
+    keys = dict(
+        line.split("=", 1)
+        for line in service.splitlines()
+        if "=" in line and not line.startswith("#")
+    )
     assert keys["Restart"] == "on-failure" and keys["Type"] == "oneshot"
     assert (keys["StartLimitBurst"], keys["StartLimitIntervalSec"]) == ("5", "300")
     assert int(keys["StartLimitIntervalSec"]) > backoff_sum(1, 60, 4)
@@ -117,10 +127,54 @@ def test_serve_command_loops_over_run_once(
         return Report()
 
     monkeypatch.setattr("worker.runner.run_once", fake_run_once)
-    result = _invoke(cli, "serve", "-w", str(workspace), "--interval", "0.01",
-                     "--max-cycles", "2")
+    result = _invoke(cli, "serve", "-w", str(workspace), "--interval", "0.01", "--max-cycles", "2")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
-        "run 1: idle", "run 2: idle", "stopped after 2 run(s): max cycles (2)"
+        "run 1: idle",
+        "run 2: idle",
+        "stopped after 2 run(s): max cycles (2)",
     ]
     assert len(calls) == 2
+
+
+def test_supervise_keeps_the_real_worker_serve_running_and_stops_it_on_sigterm(
+    workspace: Path, fake_claude: Any
+) -> None:
+    """No fakes between the two: `python -m worker supervise` starts `python -m worker serve`
+    (the real runner, an empty inbox), sees it ready, and stops it cleanly on SIGTERM."""
+    settings = settings_for(workspace, child_command=None, heartbeat_s=0.05)
+    settings.logs.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", "supervise", "--workspace", str(workspace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(6000):  # a budget against hangs, not a timing assertion
+            if proc.poll() is not None or _has_event(settings.db_path, "ready"):
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    serve_log = (settings.logs / "serve.log").read_text()
+    assert proc.returncode == 0, err + serve_log
+    state = SupervisorState(Store(settings.db_path))
+    assert [e["kind"] for e in state.events()] == ["supervisor_start", "start", "ready", "stop"]
+    assert state.events(1, kind="stop")[0]["exit_code"] == 0
+    with Store(settings.db_path) as store:
+        assert json.loads(store.get("serve.stopped") or "{}")["reason"] == "SIGTERM"
+
+
+def _has_event(db_path: Path, kind: str) -> bool:
+    if not db_path.exists():
+        return False
+    with sqlite3.connect(db_path) as db:
+        try:
+            row = db.execute("SELECT 1 FROM supervisor_events WHERE kind = ?", (kind,))
+            return row.fetchone() is not None
+        except sqlite3.OperationalError:
+            return False

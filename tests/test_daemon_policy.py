@@ -78,7 +78,7 @@ def test_a_window_shorter_than_the_backoff_sum_is_refused() -> None:
 
 def test_daemon_section_of_worker_toml_is_validated(tmp_path: Path) -> None:
     (tmp_path / "worker.toml").write_text("[daemon]\nbackof_base_s = 2\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="daemon.backof_base_s"):
+    with pytest.raises(ConfigError, match=r"daemon\.backof_base_s"):
         load_settings(tmp_path)
     (tmp_path / "worker.toml").write_text(
         '[daemon]\nstable_window_s = 30\nbuild_command = ["make"]\n', encoding="utf-8"

@@ -36,8 +36,16 @@ class Report:
 
 
 def _settings(ws: Path, **daemon: Any) -> Settings:
-    write_config(ws, **{"interval_s": 0.01, "inbox_poll_s": 0.01, "heartbeat_s": 0.02,
-                        "busy_retry_s": 0.01, **daemon})
+    write_config(
+        ws,
+        **{
+            "interval_s": 0.01,
+            "inbox_poll_s": 0.01,
+            "heartbeat_s": 0.02,
+            "busy_retry_s": 0.01,
+            **daemon,
+        },
+    )
     return load_settings(ws)
 
 
@@ -59,8 +67,12 @@ def test_serve_runs_cycles_and_signals_readiness_and_heartbeats(workspace: Path)
     seen: list[dict[str, Any]] = []
 
     def run_once(s: Settings, options: object) -> Report:
-        seen.append({"ready_file": health.ready_file(s.state).exists(),
-                     "ready": _kv(workspace, health.READY_KEY)})
+        seen.append(
+            {
+                "ready_file": health.ready_file(s.state).exists(),
+                "ready": _kv(workspace, health.READY_KEY),
+            }
+        )
         return Report("idle")
 
     report = Server(settings, run_once=run_once, make_options=dict, max_cycles=3).run()
@@ -83,8 +95,7 @@ def test_lock_held_by_another_run_means_sleep_and_retry(workspace: Path) -> None
             raise LockHeld("another worker run holds the lock")
         return Report("success")
 
-    report = Server(_settings(workspace), run_once=run_once, make_options=dict,
-                    max_cycles=2).run()
+    report = Server(_settings(workspace), run_once=run_once, make_options=dict, max_cycles=2).run()
     assert [c.outcome for c in report.last] == ["locked", "success"]
     assert report.exit_code == 0
 
@@ -197,8 +208,12 @@ def test_sigterm_mid_task_stops_the_agent_keeps_the_work_and_releases_the_task(
     _settings(workspace, interval_s=3600.0)
     script = tmp_path / "serve_with_fake_runner.py"
     script.write_text(textwrap.dedent(_FAKE_RUNNER), encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script), str(workspace)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(workspace)],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         _wait_for(workspace / "task-started", proc)
         proc.send_signal(signal.SIGTERM)
@@ -225,7 +240,9 @@ def _serve_real_runner_until_sigterm(
     write_message(workspace, "msg-1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "worker", "serve", "--workspace", str(workspace), "--json"],
-        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         _wait_for(fake_claude.log, proc)

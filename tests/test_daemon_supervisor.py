@@ -6,13 +6,14 @@ state it left behind. Nothing asserts how long anything took.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
 import pytest
 
 from tests.test_daemon_support import Repo, child_script, kinds, settings_for, until
-from worker.daemon import revisions
+from worker.daemon import health, revisions
 from worker.daemon.state import SupervisorState
 from worker.daemon.supervisor import Supervisor
 from worker.store import Store
@@ -27,7 +28,8 @@ def test_a_crashing_child_is_restarted_with_growing_delays(workspace: Path) -> N
     (workspace / "child.py").write_text(child_script("crash"), encoding="utf-8")
     settings = settings_for(workspace, crash_loop_count=50, backoff_base_s=0.01, backoff_cap_s=10)
     sup = Supervisor(
-        settings, rng=random.Random(7),
+        settings,
+        rng=random.Random(7),
         until=until(lambda s: kinds(s).count("restart_scheduled") >= 5),
     )
     report = sup.run()
@@ -62,9 +64,7 @@ def test_healthy_revision_is_promoted_and_state_survives_a_supervisor_restart(
     """The first revision becomes current_good_rev after the stable window; a new supervisor
     process (same database) starts that revision directly: no new candidate, no rebuild."""
     repo = Repo(tmp_path / "repo")
-    rev_a = repo.commit(
-        {"child.py": child_script("healthy"), "build.py": _counting_build()}, "A"
-    )
+    rev_a = repo.commit({"child.py": child_script("healthy"), "build.py": _counting_build()}, "A")
     settings = settings_for(workspace, repo, build_command=["{python}", "build.py", "{workspace}"])
     first = Supervisor(settings, until=until(lambda s: s.good == rev_a))
     assert first.run().current_good_rev == rev_a
@@ -75,11 +75,17 @@ def test_healthy_revision_is_promoted_and_state_survives_a_supervisor_restart(
     assert row is not None
     assert (row["build_ok"], row["health_ok"]) == (1, 1) and row["promoted_at"]
     assert kinds(state.events()) == [
-        "supervisor_start", "candidate", "start", "ready", "promote", "stop"
+        "supervisor_start",
+        "candidate",
+        "start",
+        "ready",
+        "promote",
+        "stop",
     ]
 
-    second = Supervisor(settings, until=until(lambda s: s.running is not None and
-                                              s.running.ready_at is not None))
+    second = Supervisor(
+        settings, until=until(lambda s: s.running is not None and s.running.ready_at is not None)
+    )
     second.run()
     later = kinds(state.events(500))[6:]
     assert later == ["supervisor_start", "start", "ready", "stop"]
@@ -98,8 +104,11 @@ def test_crash_loop_of_a_candidate_rolls_back_to_the_good_revision(
     rev_b = repo.commit({"child.py": child_script("crash")}, "B: broken")
     sup = Supervisor(
         settings,
-        until=until(lambda s: "rollback" in kinds(s) and s.running is not None
-                    and s.running.ready_at is not None),
+        until=until(
+            lambda s: (
+                "rollback" in kinds(s) and s.running is not None and s.running.ready_at is not None
+            )
+        ),
     )
     report = sup.run()
     state = _state(workspace)
@@ -114,8 +123,9 @@ def test_crash_loop_of_a_candidate_rolls_back_to_the_good_revision(
     starts = [e["revision"] for e in state.events(500, kind="start")]
     assert starts[-4:] == [rev_b, rev_b, rev_b, rev_a]  # three tries, then the good one
     # B is never tried again, even by a new supervisor.
-    again = Supervisor(settings, until=until(lambda s: s.running is not None and
-                                             s.running.ready_at is not None))
+    again = Supervisor(
+        settings, until=until(lambda s: s.running is not None and s.running.ready_at is not None)
+    )
     again.run()
     assert state.events(1, kind="start")[0]["revision"] == rev_a
     assert kinds(state.events(500)).count("candidate") == 2  # A, B once each
@@ -196,3 +206,58 @@ def _counting_build() -> str:
         "with open(pathlib.Path(sys.argv[1]) / 'builds.txt', 'a') as fh:\n"
         "    fh.write(rev[:7] + '\\n')\n"
     )
+
+
+class _FakeChild:
+    """A child that never exits by itself; records how it was stopped."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.stopped = False
+
+    def poll(self) -> int | None:
+        return -15 if self.stopped else None
+
+    def stop(self, grace_s: float) -> int | None:
+        self.stopped = True
+        return -15
+
+
+def test_a_hung_child_without_heartbeats_is_killed_and_restarted(workspace: Path) -> None:
+    """Driven by injected clocks and a fake launcher: no process, no sleeping on time."""
+    settings = settings_for(
+        workspace,
+        heartbeat_timeout_s=30.0,
+        backoff_base_s=5.0,
+        backoff_cap_s=60.0,
+        backoff_jitter=0.0,
+    )
+    clock = [1000.0]
+    children: list[_FakeChild] = []
+
+    def launcher(argv: object, *, cwd: Path, env: dict[str, str], log_path: Path) -> _FakeChild:
+        children.append(_FakeChild(100 + len(children)))
+        store = Store(settings.db_path)
+        record = {"token": env[health.TOKEN_ENV], "at": clock[0], "pid": children[-1].pid}
+        store.put(health.READY_KEY, json.dumps(record))
+        store.put(health.HEARTBEAT_KEY, json.dumps(record))
+        store.close()
+        return children[-1]
+
+    sup = Supervisor(settings, launcher=launcher, clock=lambda: clock[0], wall=lambda: clock[0])
+    sup._boot()
+    sup.tick()  # starts child 100
+    sup.tick()  # sees it ready
+    clock[0] += 29.0
+    sup.tick()  # 29 s without a beat: still fine
+    assert not children[0].stopped
+    clock[0] += 2.0
+    sup.tick()  # 31 s: hung
+    assert children[0].stopped and sup.running is None
+    assert sup.next_start == clock[0] + 5.0  # the first backoff step
+    clock[0] += 5.0
+    sup.tick()
+    assert [c.pid for c in children] == [100, 101]
+    killed = sup.state.events(1, kind="killed")[0]
+    assert (killed["pid"], killed["reason"]) == (100, "no heartbeat for 30 s")
+    sup._shutdown()

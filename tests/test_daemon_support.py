@@ -77,6 +77,8 @@ def write_config(ws: Path, **daemon: Any) -> None:
     }
     lines = ["[daemon]"]
     for key, value in values.items():
+        if value is None:  # TOML has no null: leave the default
+            continue
         lines.append(f"{key} = {_toml(value)}")
     (ws / "worker.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 

@@ -144,3 +144,12 @@ def test_client_for_the_waits_engineer(server: FakeGitHub) -> None:
     with pytest.raises(GitHubError) as info:
         bad.request("GET", f"/repos/{REPO}")
     assert info.value.status == 401 and "wrong-token" not in str(info.value)
+
+
+def test_without_a_token_the_source_says_so(
+    server: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN")
+    listing = make_source(tmp_path / "ws", server).list()
+    assert listing.tasks == [] and "no token" in listing.errors[0]
+    assert server.log == []

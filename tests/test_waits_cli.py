@@ -38,7 +38,8 @@ def test_list_and_show_in_text_and_json(settings: Settings) -> None:
     assert text.splitlines()[1].split()[:4] == ["msg-1", "user_approval", "an", "answer"]
     shown = json.loads(cli(ws, "waits", "show", "owner/repo#12", "--json").stdout)
     assert shown["file"] == "owner_repo_12.json" and shown["state"]["resumeWhen"] == (
-        "github_decision")
+        "github_decision"
+    )
     missing = run_worker(ws, "waits", "show", "nope")
     assert missing.returncode == 2 and "no wait state 'nope'" in missing.stderr
     assert missing.stdout == ""
@@ -77,8 +78,7 @@ def test_cancel_reports_to_the_source_and_moves_the_file(settings: Settings) -> 
     (settings.inbox / "done").mkdir()
     (settings.inbox / "done.json").rename(settings.inbox / "done" / "msg-6.json")
     make_wait(settings, "msg-6", "user_approval", source="inbox", sourceRef={"file": "msg-6.json"})
-    result = cli(settings.workspace, "waits", "cancel", "msg-6", "--reason", "not needed",
-                 "--json")
+    result = cli(settings.workspace, "waits", "cancel", "msg-6", "--reason", "not needed", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["outcome"] == "cancelled"
     assert (settings.wait_states / "cancelled" / "msg-6.json").exists()
     reply = json.loads((settings.inbox / "msg-6-cancelled-reply.json").read_text())

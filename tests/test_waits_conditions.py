@@ -20,18 +20,27 @@ from worker.waits.state import WaitState, save_wait_state
 NOW = datetime.now(UTC)
 
 
-def make_wait(settings: Settings, task_id: str, resume_when: str, *, age_s: float = 60,
-              **fields: Any) -> Path:
+def make_wait(
+    settings: Settings, task_id: str, resume_when: str, *, age_s: float = 60, **fields: Any
+) -> Path:
     """Save a wait state that began `age_s` seconds ago (worker's own format)."""
     data: dict[str, Any] = {
-        "taskId": task_id, "timestamp": NOW - timedelta(seconds=age_s),
-        "reason": "needs a human", "waitFor": "an answer", "resumeWhen": resume_when,
-        "context": {"mode": "code-simple", "model": "haiku", "iteration": 2,
-                    "outputSnippet": "..."},
+        "taskId": task_id,
+        "timestamp": NOW - timedelta(seconds=age_s),
+        "reason": "needs a human",
+        "waitFor": "an answer",
+        "resumeWhen": resume_when,
+        "context": {
+            "mode": "code-simple",
+            "model": "haiku",
+            "iteration": 2,
+            "outputSnippet": "...",
+        },
         **fields,
     }
-    return save_wait_state(settings.wait_states, WaitState.model_validate(data),
-                           settings.waits.expiry_days)
+    return save_wait_state(
+        settings.wait_states, WaitState.model_validate(data), settings.waits.expiry_days
+    )
 
 
 @pytest.fixture
@@ -64,7 +73,8 @@ def test_time_ready_only_once_the_moment_has_passed(settings: Settings) -> None:
 
 
 def test_intercom_message_ready_with_the_text_and_consumed_after_the_resume(
-        settings: Settings) -> None:
+    settings: Settings,
+) -> None:
     path = make_wait(settings, "msg-7", "intercom_message")
     assert ready_ids(scan(settings)) == {}
     note = intercom.write_note(settings, "msg-7", "message", "use the staging database")
@@ -78,7 +88,8 @@ def test_intercom_message_ready_with_the_text_and_consumed_after_the_resume(
 
 
 def test_roosync_response_matches_in_reply_to_or_thread_only_for_this_machine(
-        settings: Settings) -> None:
+    settings: Settings,
+) -> None:
     make_wait(settings, "msg-a", "roosync_response")
     make_wait(settings, "msg-b", "roosync_response", sourceRef={"thread_id": "thread-b"})
     make_wait(settings, "msg-c", "roosync_response")
@@ -86,8 +97,9 @@ def test_roosync_response_matches_in_reply_to_or_thread_only_for_this_machine(
     base = {"from": "other-machine", "to": "test-machine", "status": "unread"}
     write_inbox(inbox, {**base, "id": "r1", "in_reply_to": "msg-a", "body": "yes, go ahead"})
     write_inbox(inbox, {**base, "id": "r2", "thread_id": "thread-b", "body": "answer b"})
-    write_inbox(inbox, {**base, "id": "r3", "to": "elsewhere", "in_reply_to": "msg-c",
-                        "body": "not for us"})
+    write_inbox(
+        inbox, {**base, "id": "r3", "to": "elsewhere", "in_reply_to": "msg-c", "body": "not for us"}
+    )
     write_inbox(inbox, {**base, "id": "r4", "status": "read", "in_reply_to": "msg-c"})
     ready = ready_ids(scan(settings))
     assert set(ready) == {"msg-a", "msg-b"}
@@ -133,8 +145,9 @@ def test_inbox_approval_needs_a_listed_sender(settings: Settings) -> None:
     base = {"to": "test-machine", "status": "unread", "in_reply_to": "msg-i"}
     write_inbox(settings.inbox, {**base, "id": "x1", "from": "intruder", "body": "/approve"})
     assert ready_ids(scan(settings)) == {}
-    write_inbox(settings.inbox, {**base, "id": "x2", "from": "boss-machine",
-                                 "body": "/approve fine by me"})
+    write_inbox(
+        settings.inbox, {**base, "id": "x2", "from": "boss-machine", "body": "/approve fine by me"}
+    )
     assert "fine by me" in ready_ids(scan(settings))["msg-i"]
 
 
@@ -153,9 +166,17 @@ def test_expired_waits_are_reported_and_moved_aside(settings: Settings) -> None:
 
 def test_expiry_follows_the_setting_for_spec_files_without_one(settings: Settings) -> None:
     make_wait(settings, "spec-like", "user_approval", age_s=3 * 86400)
-    (settings.wait_states / "spec-like.json").write_text(json.dumps({
-        k: v for k, v in json.loads((settings.wait_states / "spec-like.json").read_text())
-        .items() if k != "expiresAt"}))
+    (settings.wait_states / "spec-like.json").write_text(
+        json.dumps(
+            {
+                k: v
+                for k, v in json.loads(
+                    (settings.wait_states / "spec-like.json").read_text()
+                ).items()
+                if k != "expiresAt"
+            }
+        )
+    )
     assert scan(settings, now=NOW + timedelta(days=3)).expired == []
     assert scan(settings, now=NOW + timedelta(days=5)).expired == ["spec-like"]
 

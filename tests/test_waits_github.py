@@ -31,9 +31,12 @@ def github() -> Iterator[FakeGitHub]:
 @pytest.fixture
 def settings(workspace: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Settings:
     for key, value in {
-        "WORKER_FALLBACK__ENABLED": "false", "WORKER_GITHUB_TOKEN": "test-token-abc",
-        "WORKER_GITHUB__BASE_URL": github.url, "WORKER_GITHUB__SECONDS_BETWEEN_REQUESTS": "0",
-        "WORKER_GITHUB__SECONDS_BETWEEN_WRITES": "0", "WORKER_GITHUB__RETRIES": "0",
+        "WORKER_FALLBACK__ENABLED": "false",
+        "WORKER_GITHUB_TOKEN": "test-token-abc",
+        "WORKER_GITHUB__BASE_URL": github.url,
+        "WORKER_GITHUB__SECONDS_BETWEEN_REQUESTS": "0",
+        "WORKER_GITHUB__SECONDS_BETWEEN_WRITES": "0",
+        "WORKER_GITHUB__RETRIES": "0",
         "WORKER_WAITS__RECHECK_INTERVAL_S": "0",
     }.items():
         monkeypatch.setenv(key, value)
@@ -41,12 +44,24 @@ def settings(workspace: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatc
 
 
 def issue_wait(settings: Settings, number: int, resume_when: str, **fields: object) -> Path:
-    return make_wait(settings, f"{REPO}#{number}", resume_when, source="github",
-                     sourceRef={"repo": REPO, "number": number}, **fields)
+    return make_wait(
+        settings,
+        f"{REPO}#{number}",
+        resume_when,
+        source="github",
+        sourceRef={"repo": REPO, "number": number},
+        **fields,
+    )
 
 
-def add_event(github: FakeGitHub, number: int, kind: str, actor: str, label: str | None = None,
-              commit: str | None = None) -> None:
+def add_event(
+    github: FakeGitHub,
+    number: int,
+    kind: str,
+    actor: str,
+    label: str | None = None,
+    commit: str | None = None,
+) -> None:
     event = github._event(kind, actor, label, time.time())
     event["commit_id"] = commit
     github.repos[REPO]["events"][number].append(event)
@@ -61,16 +76,18 @@ def test_approve_comment_from_a_writer_resumes(settings: Settings, github: FakeG
     assert "Approved by alice" in answer and "go with plan B" in answer
 
 
-def test_a_strangers_approve_comment_is_ignored_and_logged(settings: Settings,
-                                                          github: FakeGitHub) -> None:
+def test_a_strangers_approve_comment_is_ignored_and_logged(
+    settings: Settings, github: FakeGitHub
+) -> None:
     issue_wait(settings, 12, "user_approval")
     github.add_comment(REPO, 12, "/approve lgtm", login="mallory")
     assert ready_ids(scan(settings)) == {}
     assert "APPROVER_NOT_ALLOWED" in log_codes(settings, f"{REPO}#12")
 
 
-def test_the_waits_approvers_list_wins_over_write_access(settings: Settings,
-                                                        github: FakeGitHub) -> None:
+def test_the_waits_approvers_list_wins_over_write_access(
+    settings: Settings, github: FakeGitHub
+) -> None:
     issue_wait(settings, 12, "user_approval", approvers=["carol"])
     github.add_comment(REPO, 12, "/approve", login="alice")  # a writer, but not listed
     assert ready_ids(scan(settings)) == {}
@@ -78,22 +95,33 @@ def test_the_waits_approvers_list_wins_over_write_access(settings: Settings,
     assert "Rejected by carol" in ready_ids(scan(settings))[f"{REPO}#12"]
 
 
-def test_comments_before_the_wait_began_do_not_count(settings: Settings,
-                                                     github: FakeGitHub) -> None:
+def test_comments_before_the_wait_began_do_not_count(
+    settings: Settings, github: FakeGitHub
+) -> None:
     github.add_comment(REPO, 12, "/approve", login="alice", age_s=600)
     issue_wait(settings, 12, "user_approval")
     github.add_comment(REPO, 12, "a question, not an approval", login="alice")
     assert ready_ids(scan(settings)) == {}
 
 
-@pytest.mark.parametrize(("kind", "actor", "label", "commit", "expected"), [
-    ("labeled", "maintainer", "decision:go", None, "the label 'decision:go' was added"),
-    ("closed", "maintainer", None, None, "the issue was closed"),
-    ("reopened", "alice", None, None, "the issue was reopened"),
-    ("closed", "alice", None, "abc123", "the linked commit abc123 was merged"),
-])
-def test_github_decision_ready(settings: Settings, github: FakeGitHub, kind: str, actor: str,
-                               label: str | None, commit: str | None, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "actor", "label", "commit", "expected"),
+    [
+        ("labeled", "maintainer", "decision:go", None, "the label 'decision:go' was added"),
+        ("closed", "maintainer", None, None, "the issue was closed"),
+        ("reopened", "alice", None, None, "the issue was reopened"),
+        ("closed", "alice", None, "abc123", "the linked commit abc123 was merged"),
+    ],
+)
+def test_github_decision_ready(
+    settings: Settings,
+    github: FakeGitHub,
+    kind: str,
+    actor: str,
+    label: str | None,
+    commit: str | None,
+    expected: str,
+) -> None:
     issue_wait(settings, 12, "github_decision")
     add_event(github, 12, kind, actor, label, commit)
     assert expected in ready_ids(scan(settings))[f"{REPO}#12"]
@@ -108,8 +136,7 @@ def test_github_decision_not_ready(settings: Settings, github: FakeGitHub) -> No
     assert "APPROVER_NOT_ALLOWED" in log_codes(settings, f"{REPO}#12")
 
 
-def test_nothing_changed_costs_no_request_per_wait(settings: Settings,
-                                                   github: FakeGitHub) -> None:
+def test_nothing_changed_costs_no_request_per_wait(settings: Settings, github: FakeGitHub) -> None:
     for number in (12, 13):
         issue_wait(settings, number, "user_approval")
         issue_wait(settings, number, "github_decision", taskId=f"{REPO}#{number}-d")
@@ -121,8 +148,9 @@ def test_nothing_changed_costs_no_request_per_wait(settings: Settings,
     assert [(e.path, e.status) for e in github.log[before:]] == [(f"/repos/{REPO}/issues", 304)]
 
 
-def test_a_wait_is_not_rechecked_before_the_interval(settings: Settings, github: FakeGitHub,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wait_is_not_rechecked_before_the_interval(
+    settings: Settings, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKER_WAITS__RECHECK_INTERVAL_S", "600")
     settings = load_settings(settings.workspace)
     issue_wait(settings, 12, "user_approval")
@@ -140,8 +168,9 @@ def test_a_wait_is_not_rechecked_before_the_interval(settings: Settings, github:
     assert len(github.log) == before
 
 
-def test_github_down_keeps_waiting_and_the_rest_goes_on(settings: Settings,
-                                                        github: FakeGitHub) -> None:
+def test_github_down_keeps_waiting_and_the_rest_goes_on(
+    settings: Settings, github: FakeGitHub
+) -> None:
     issue_wait(settings, 12, "user_approval")
     make_wait(settings, "t", "time", resumeAt=NOW - timedelta(seconds=1))
     github.fail("GET", r"/issues$", 404)

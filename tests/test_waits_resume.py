@@ -4,6 +4,7 @@ session; usage limits, lost sessions, killed runs, corrupt files and spec-format
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -44,12 +45,17 @@ def wait_file(ws: Path, name: str) -> dict[str, Any]:
 
 
 def test_approval_through_the_cli_resumes_the_same_session_mode_and_iteration(
-        workspace: Path, fake_claude: FakeAgent) -> None:
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     write_message(workspace, "msg-1", subject="Delete the old branch")
     fake_claude.answers(
         {"status": "continue", "reason": "looked around"},
-        {"status": "wait", "reason": "destructive", "wait_for": "approval to delete",
-         "resume_when": "user_approval"},
+        {
+            "status": "wait",
+            "reason": "destructive",
+            "wait_for": "approval to delete",
+            "resume_when": "user_approval",
+        },
         {"status": "success", "reason": "deleted"},
     )
     first = run(workspace)
@@ -76,7 +82,8 @@ def test_approval_through_the_cli_resumes_the_same_session_mode_and_iteration(
 
 
 def test_usage_limit_becomes_a_timed_wait_and_resumes_after_the_reset(
-        workspace: Path, fake_claude: FakeAgent) -> None:
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     write_message(workspace, "msg-u")
     reset = int(time.time()) + 3600
     fake_claude.answers({"rate_limit_rejected": reset}, {"status": "success"})
@@ -98,10 +105,16 @@ def test_usage_limit_becomes_a_timed_wait_and_resumes_after_the_reset(
     assert not (workspace / "wait_states" / "msg-u.json").exists()
 
 
-def test_a_session_that_no_longer_exists_starts_fresh(workspace: Path,
-                                                      fake_claude: FakeAgent) -> None:
-    spec_wait(workspace, "msg-s", resumeWhen="time", sessionId="gone-123",
-              resumeAt=(datetime.now(UTC) - timedelta(minutes=1)).isoformat())
+def test_a_session_that_no_longer_exists_starts_fresh(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    spec_wait(
+        workspace,
+        "msg-s",
+        resumeWhen="time",
+        sessionId="gone-123",
+        resumeAt=(datetime.now(UTC) - timedelta(minutes=1)).isoformat(),
+    )
     fake_claude.answers({"session_missing": True, "status": "success"})
     report = run(workspace)
     assert report.outcome.value == "success"
@@ -120,8 +133,12 @@ def spec_wait(ws: Path, task_id: str, **extra: Any) -> Path:
         "reason": "Attente validation utilisateur",
         "waitFor": "User approval via INTERCOM",
         "resumeWhen": "user_approval",
-        "context": {"mode": "code-complex", "model": "opus", "iteration": 3,
-                    "outputSnippet": "..."},
+        "context": {
+            "mode": "code-complex",
+            "model": "opus",
+            "iteration": 3,
+            "outputSnippet": "...",
+        },
     }
     data.update(extra)
     data.setdefault("expiresAt", (datetime.now(UTC) + timedelta(days=7)).isoformat())
@@ -132,20 +149,30 @@ def spec_wait(ws: Path, task_id: str, **extra: Any) -> Path:
 
 
 def test_a_file_in_exactly_the_specifications_format_is_resumed(
-        workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The spec's own example, byte for byte; its timestamp is old, so the expiry is raised.
     monkeypatch.setenv("WORKER_WAITS__EXPIRY_DAYS", "30")
     path = workspace / "wait_states" / "msg-20260211-abc123.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({
-        "taskId": "msg-20260211-abc123",
-        "timestamp": (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "reason": "Attente validation utilisateur",
-        "waitFor": "User approval via INTERCOM",
-        "resumeWhen": "user_approval",
-        "context": {"mode": "code-complex", "model": "opus", "iteration": 3,
-                    "outputSnippet": "..."},
-    }, indent=2))
+    path.write_text(
+        json.dumps(
+            {
+                "taskId": "msg-20260211-abc123",
+                "timestamp": (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "reason": "Attente validation utilisateur",
+                "waitFor": "User approval via INTERCOM",
+                "resumeWhen": "user_approval",
+                "context": {
+                    "mode": "code-complex",
+                    "model": "opus",
+                    "iteration": 3,
+                    "outputSnippet": "...",
+                },
+            },
+            indent=2,
+        )
+    )
     listed = cli(workspace, "waits", "list", "--json")
     assert json.loads(listed.stdout)["waits"][0]["task_id"] == "msg-20260211-abc123"
     assert cli(workspace, "waits", "approve", "msg-20260211-abc123").exit_code == 0
@@ -170,17 +197,24 @@ def test_a_corrupt_wait_state_beside_good_ones(workspace: Path, fake_claude: Fak
 
 
 def test_roosync_reply_resumes_and_is_consumed_not_taken_as_a_task(
-        workspace: Path, fake_claude: FakeAgent) -> None:
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     write_message(workspace, "msg-r", subject="Sync with the other machine")
     fake_claude.answers(
-        {"status": "wait", "wait_for": "the other machine's numbers",
-         "resume_when": "roosync_response"},
+        {
+            "status": "wait",
+            "wait_for": "the other machine's numbers",
+            "resume_when": "roosync_response",
+        },
         {"status": "success"},
     )
     assert run(workspace).outcome.value == "waiting"
     assert run(workspace).outcome.value == "idle"
-    write_message(workspace, "reply-1", **{"from": "other-machine", "in_reply_to": "msg-r",
-                                           "body": "numbers: 4, 8, 15"})
+    write_message(
+        workspace,
+        "reply-1",
+        **{"from": "other-machine", "in_reply_to": "msg-r", "body": "numbers: 4, 8, 15"},
+    )
     resumed = run(workspace)
     assert resumed.task_id == "msg-r" and resumed.outcome.value == "success"
     assert "numbers: 4, 8, 15" in fake_claude.task_calls[-1]["stdin"]
@@ -189,8 +223,9 @@ def test_roosync_reply_resumes_and_is_consumed_not_taken_as_a_task(
     assert len(fake_claude.task_calls) == 2
 
 
-def test_an_expired_wait_is_an_outcome_reported_to_its_source(workspace: Path,
-                                                              fake_claude: FakeAgent) -> None:
+def test_an_expired_wait_is_an_outcome_reported_to_its_source(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     write_message(workspace, "msg-x")
     fake_claude.answers({"status": "wait", "resume_when": "intercom_message"})
     assert run(workspace).outcome.value == "waiting"
@@ -205,13 +240,17 @@ def test_an_expired_wait_is_an_outcome_reported_to_its_source(workspace: Path,
 
 
 def test_a_worker_killed_during_the_resumed_run_leaves_the_wait_to_resume_again(
-        workspace: Path, fake_claude: FakeAgent) -> None:
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     past = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
     path = spec_wait(workspace, "msg-k", resumeWhen="time", resumeAt=past, sessionId="s-1")
     fake_claude.answers({"hang": 120}, {"status": "success"})
-    proc = subprocess.Popen([sys.executable, "-m", "worker", "run", "--workspace",
-                             str(workspace)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", "run", "--workspace", str(workspace)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
     try:
         for _ in range(600):  # the agent has started (at most a minute)
             if fake_claude.calls or proc.poll() is not None:
@@ -222,10 +261,8 @@ def test_a_worker_killed_during_the_resumed_run_leaves_the_wait_to_resume_again(
         proc.kill()
         proc.wait()
     agent_pid = fake_claude.calls[0]["pid"]
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(agent_pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     assert path.exists()
     db = sqlite3.connect(workspace / ".worker" / "worker.db")
     assert db.execute("SELECT state FROM claims WHERE task_id = 'msg-k'").fetchone() == ("active",)

@@ -95,6 +95,10 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         modes.get(options.mode)  # an unknown --mode is an error before anything happens
     if options.dry_run:
         return _dry_run(settings, options, modes)
+    if options.use_worktree:
+        from worker.workspace_git import ensure_repo
+
+        ensure_repo(settings.workspace)
     with _workspace_lock(settings), Store(settings.db_path) as store:
         _STOP.clear()
         return _run(settings, options, modes, store)

@@ -30,6 +30,15 @@ def changed_files(cwd: Path) -> list[str]:
     return sorted(line[3:] for line in proc.stdout.splitlines() if len(line) > 3)
 
 
+def ensure_repo(path: Path) -> None:
+    """Fail early (before any claim) when `--use-worktree` cannot work here."""
+    from worker.errors import UsageError
+
+    proc = run_process(["git", "rev-parse", "--git-dir"], cwd=path, timeout_s=30)
+    if proc.exit_code != 0:
+        raise UsageError(f"--use-worktree needs a git repository; {path} is not one")
+
+
 def branch_name(task_id: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.") or "task"
     return f"worker/{slug}"

@@ -108,6 +108,10 @@ class Supervisor:
         self.state.put_json(PRESENCE_KEY, {"pid": os.getpid(), "started_at": self._wall()})
         self.state.event("supervisor_start", revision=self.good, pid=os.getpid())
         now = self._clock()
+        head = revisions.head(self.repo) if self.repo is not None else None
+        if self.repo is not None and head is None:
+            log.warning("%s has no commits: running the installed worker", self.repo)
+            self.repo = None
         if self.repo is None:
             self.next_start = now  # unversioned: run the installed worker
             return
@@ -115,26 +119,27 @@ class Supervisor:
             failure = self._prepare(self.good)
             if failure is None:
                 self.revision, self.next_start = self.good, now
-            else:
-                self.state.set(last_failure_reason=f"good revision unusable: {failure}")
-        if snap.candidate_rev is not None and snap.candidate_rev != revisions.head(self.repo):
+            elif head == self.good:  # nothing else to try: escalate
+                reason = f"good revision {self.good[:12]} no longer builds: {failure}"
+                self.state.set(last_failure_reason=reason)
+                self.result = SuperviseReport(1, reason, self.good)
+        if snap.candidate_rev is not None and snap.candidate_rev != head:
             self.state.set(candidate_rev=None)  # left by the last supervisor, HEAD moved since
         self.next_revision_check = now  # the first tick looks at HEAD
 
     def _shutdown(self) -> None:
-        if self.running is not None:
-            run = self.running
-            code = run.child.stop(self.d.stop_grace_s)
-            self.state.event(
-                "stop",
-                revision=run.revision,
-                pid=run.child.pid,
-                exit_code=code,
-                reason=self._stop_reason or "supervisor stopping",
-            )
-            self.running = None
+        self._stop_child(self._stop_reason or "supervisor stopping")
         self.state.put_json(PRESENCE_KEY, {"pid": os.getpid(), "stopped_at": self._wall()})
         self.store.close()
+
+    def _stop_child(self, reason: str) -> None:
+        """A stop we asked for: not a crash, no restart scheduled."""
+        run, self.running = self.running, None
+        if run is not None:
+            code = run.child.stop(self.d.stop_grace_s)
+            self.state.event(
+                "stop", revision=run.revision, pid=run.child.pid, exit_code=code, reason=reason
+            )
 
     # -- one tick -----------------------------------------------------------------------------
     def tick(self) -> None:
@@ -267,17 +272,7 @@ class Supervisor:
             self.state.set(candidate_rev=None, last_failure_reason=f"{head[:12]}: {failure}")
             self.state.event("build_failed", revision=head, reason=failure)
             return
-        if self.running is not None:
-            run = self.running
-            code = run.child.stop(self.d.stop_grace_s)
-            self.state.event(
-                "stop",
-                revision=run.revision,
-                pid=run.child.pid,
-                exit_code=code,
-                reason=f"switching to candidate {head[:12]}",
-            )
-            self.running = None
+        self._stop_child(f"switching to candidate {head[:12]}")
         self.revision = head
         self.policy.reset()
         self.next_start = self._clock()

@@ -60,11 +60,10 @@ def decide(snapshot: Snapshot, *, check: bool = True) -> Decision:
                 order,
                 f"{order.order.value} from {order.sender or order.origin} refused",
             )
+    turn.paused = set(snapshot.paused)
     for order in effective_orders(snapshot):
         turn.obey(order)
-    paused = (set(snapshot.paused) | turn.paused) - {
-        a.task_id for a in turn.actions if a.act is Act.RESUME
-    }
+    paused = turn.paused
     halted = turn.halted or ALL_TASKS in paused
     decision = _choose(snapshot, turn, paused, halted)
     if check:
@@ -81,6 +80,8 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
     if snap.excluded:
         notes.append(Reason.CLAIM_LOST)
     blocked = snap.excluded | turn.ended
+    if turn.running_taken and snap.running is not None:
+        blocked = blocked | {snap.running.id}  # paused by an order: not chosen again now
     control_ids = {o.id for o in snap.controls}
     ready = [w for w in snap.ready_waits if w.task.id not in blocked]
     for task_id, order in turn.resumed.items():
@@ -92,7 +93,7 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
         chosen = (snap.running, snap.running.source, Priority.HARD_BLOCKER, None, None)
     elif halted:
         notes.append(Reason.HALTED)
-    elif snap.forced is not None and snap.forced.id not in blocked | turn.paused:
+    elif snap.forced is not None and snap.forced.id not in blocked | turn.paused_now:
         chosen = (
             snap.forced,
             snap.forced.source,

@@ -16,6 +16,7 @@ from worker.kernel.model import (
     Priority,
     Reason,
     Snapshot,
+    StaleItem,
 )
 from worker.kernel.registry import kind_of_source
 from worker.kernel.turn import effective_orders
@@ -30,7 +31,7 @@ def _fail(name: str, detail: str) -> None:
 
 
 def check(snapshot: Snapshot, decision: Decision) -> None:
-    orders = effective_orders(snapshot)
+    orders = _live(effective_orders(snapshot))
     chosen = decision.task.id if decision.task is not None else None
     acted = {(a.act, a.task_id) for a in decision.actions}
     present = _present_ids(snapshot)
@@ -121,9 +122,9 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
             _fail("resume brief", f"paused flow {entry.task_id} lacks a brief or last_active_at")
 
     # Nothing holding work is deleted.
-    holding = {item.id for item in snapshot.stale if item.holds_work}
     for action in decision.actions:
-        if action.act is Act.CLEAN and action.task_id in holding:
+        item = action.ref
+        if action.act is Act.CLEAN and (not isinstance(item, StaleItem) or item.holds_work):
             _fail("work kept", f"{action.task_id} holds work and would be cleaned")
 
     # Reason codes come from the closed list.
@@ -131,6 +132,15 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
     unknown = [c for c in decision.reason_codes if c not in known]
     if unknown:
         _fail("closed reason codes", f"unknown codes {unknown}")
+
+
+def _live(orders: list[ControlOrder]) -> list[ControlOrder]:
+    """The orders in force: a pause followed by a resume of the same target is lifted."""
+    return [
+        o for n, o in enumerate(orders)
+        if not (o.order is Order.PAUSE and any(
+            r.order is Order.RESUME and r.task_id == o.task_id for r in orders[n + 1:]))
+    ]
 
 
 def _ended(orders: list[ControlOrder], task_id: str) -> bool:

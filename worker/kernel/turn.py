@@ -34,7 +34,8 @@ class Turn:
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ended: set[str] = field(default_factory=set)
-    paused: set[str] = field(default_factory=set)
+    paused: set[str] = field(default_factory=set)  # marks in force, in the orders' order
+    paused_now: set[str] = field(default_factory=set)  # paused by an order of this turn
     resumed: dict[str, ControlOrder] = field(default_factory=dict)
     halted: bool = False
     running_taken: bool = False  # an order stopped or paused the running task
@@ -57,14 +58,16 @@ class Turn:
             f": {order.reason}" if order.reason else ""
         )
         hit = order.order is not Order.CANCEL and order.order is not Order.STOP
-        if running is not None and order.targets(running.id) and not self.running_taken:
+        if running is not None and order.targets(running.id) and running.id not in self.ended:
             if order.order.ends_task:
+                # A stop wins over a pause given earlier in the same turn.
+                self.actions = [a for a in self.actions if a.act is not Act.PAUSE_RUNNING]
                 self.act(Act.STOP_RUNNING, running.id, Reason.CANCELLED_ON_STOP, order, why)
                 self.ended.add(running.id)
-            elif order.order is Order.PAUSE:
+                self.running_taken = hit = True
+            elif order.order is Order.PAUSE and not self.running_taken:
                 self.act(Act.PAUSE_RUNNING, running.id, Reason.PAUSED_ON_ORDER, order, why)
-            self.running_taken = order.order in (Order.STOP, Order.CANCEL, Order.PAUSE)
-            hit = True
+                self.running_taken = hit = True
         if order.order.ends_task:
             if order.task_id == ALL_TASKS:
                 self.halted = hit = True
@@ -74,10 +77,12 @@ class Turn:
             if not (running is not None and running.id == order.task_id):
                 self.act(Act.PAUSE, order.task_id, Reason.PAUSED_ON_ORDER, order, why)
                 self.paused.add(order.task_id)
+                self.paused_now.add(order.task_id)
         elif order.order is Order.RESUME:
-            if order.task_id in self.paused or order.task_id in snap.paused:
+            if order.task_id in self.paused:
                 self.act(Act.RESUME, order.task_id, Reason.RESUMED_ON_ORDER, order, why)
                 self.paused.discard(order.task_id)
+                self.paused_now.discard(order.task_id)
             if any(w.task.id == order.task_id for w in snap.waiting):
                 self.resumed[order.task_id] = order
         if order.origin == "reply":

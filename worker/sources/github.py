@@ -17,7 +17,6 @@ import logging
 import os
 import time
 from typing import Any
-from urllib.parse import quote
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
@@ -26,18 +25,12 @@ from worker.sources.github_claims import (
     check_trust,
     create_once,
     earliest_live,
-    find_own,
     marker,
     parse_claims,
 )
-from worker.sources.github_client import GitHubClient, GitHubError, make_client, token_from_env
-from worker.sources.github_report import (
-    claimed_body,
-    end_label,
-    open_pull_request,
-    push_branch,
-    result_body,
-)
+from worker.sources.github_client import GitHubClient, GitHubError, make_client
+from worker.sources.github_delivery import remove_label, report_to_issue
+from worker.sources.github_report import claimed_body
 from worker.sources.github_selection import (
     SOURCE,
     issue_task,
@@ -78,6 +71,9 @@ class GitHubSource:
     # -- listing ----------------------------------------------------------------------------
     def list(self) -> Listing:
         listing = Listing(self.name)
+        if not self.client.authenticated:
+            listing.errors.append("github: no token; set WORKER_GITHUB_TOKEN or GITHUB_TOKEN")
+            return listing
         if not self.client.polling_allowed():
             message = (
                 f"github: rate limit below the floor of {self.gh.rate_limit_floor} "
@@ -281,89 +277,7 @@ class GitHubSource:
         Raises GitHubError when a step failed (the outcome is safe in SQLite)."""
         if self.dry_run or "repo" not in task.ref:
             return
-        repo, number = task.ref["repo"], int(task.ref["number"])
-        notes, errors = self._deliver(task, result), []
-        try:
-            self._write_status(task, repo, number, result, notes)
-        except GitHubError as exc:
-            errors.append(str(exc))
-        label = end_label(self.gh, result.outcome)
-        try:
-            if label is not None:
-                self.client.request(
-                    "POST", f"/repos/{repo}/issues/{number}/labels", body={"labels": [label]}
-                )
-            self._remove_label(repo, number, self.gh.in_progress_label)
-            login = self.client.login()
-            if result.outcome is Outcome.STOPPED and login:  # available again, to anyone
-                self.client.request(
-                    "DELETE",
-                    f"/repos/{repo}/issues/{number}/assignees",
-                    body={"assignees": [login]},
-                )
-        except GitHubError as exc:
-            errors.append(str(exc))
-        if errors:
-            raise GitHubError(f"report of {task.id}: " + "; ".join(errors))
-
-    def _deliver(self, task: Task, result: TaskResult) -> builtins.list[str]:
-        """Push the branch and open the pull request; what happened, as notes for the comment."""
-        if result.outcome is not Outcome.SUCCESS or not result.branch or not self.gh.push:
-            return []
-        error = push_branch(self.gh, self.settings.workspace, result.branch, token_from_env())
-        if error is not None:
-            return [f"⚠️ {error}"]
-        notes = [f"Branch `{result.branch}` pushed."]
-        if self.open_pr:
-            try:
-                url = open_pull_request(self.client, self.gh, task, result.branch)
-                notes.append(f"Pull request: {url}")
-            except GitHubError as exc:
-                notes.append(f"⚠️ could not open a pull request: {exc}")
-        return notes
-
-    def _write_status(
-        self, task: Task, repo: str, number: int, result: TaskResult, notes: builtins.list[str]
-    ) -> None:
-        me = self.settings.machine_id
-        comment_id = task.ref.get("comment_id")
-        run = str(task.ref.get("run") or "?")
-        path = f"/repos/{repo}/issues/{number}/comments"
-        login = self.client.login()
-        if comment_id is None:  # e.g. a task resumed from an older wait state: find ours
-            own = find_own(parse_claims(self.client.comments(repo, number), task.id, login), me)
-            comment_id, run = (own.comment_id, own.run) if own else (None, run)
-        state = "released" if result.outcome is Outcome.STOPPED else result.outcome.value
-        head = marker(me, task.id, run, state=state)
-        body = result_body(head, me, run, result, notes)
-        if comment_id is not None:
-            try:
-                self.client.request(
-                    "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body}
-                )
-                return
-            except GitHubError as exc:
-                if exc.status != 404:
-                    raise
-        active = marker(me, task.id, run)
-
-        def find_mine() -> dict[str, Any] | None:
-            for comment in self.client.comments(repo, number):
-                if str(comment.get("body", "")).startswith((head, active)):
-                    return comment
-            return None
-
-        created = create_once(self.client, ("POST", path, {"body": body}), find_mine)
-        if not str(created.get("body", "")).startswith(head):
-            self.client.request(
-                "PATCH", f"/repos/{repo}/issues/comments/{created['id']}", body={"body": body}
-            )
+        report_to_issue(self.client, self.settings, task, result, open_pr=self.open_pr)
 
     def _remove_label(self, repo: str, number: int, label: str) -> None:
-        try:
-            self.client.request(
-                "DELETE", f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"
-            )
-        except GitHubError as exc:
-            if exc.status != 404:  # not there: nothing to remove
-                raise
+        remove_label(self.client, repo, number, label)

@@ -18,85 +18,49 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from worker.errors import WorkerError
-from worker.proc import redact
+from worker.sources.github_http import (
+    TOKEN_VARIABLES,
+    GitHubError,
+    RateLimit,
+    RateLimitFloor,
+    RequestStats,
+    Response,
+    error_from,
+    to_float,
+    to_int,
+    token_from_env,
+)
 from worker.sources.github_settings import GitHubSettings
+
+__all__ = [
+    "TOKEN_VARIABLES",
+    "GitHubClient",
+    "GitHubError",
+    "RateLimit",
+    "RateLimitFloor",
+    "RequestStats",
+    "Response",
+    "label_actor",
+    "make_client",
+    "token_from_env",
+]
 
 if TYPE_CHECKING:
     from worker.store import Store
 
 log = logging.getLogger(__name__)
 
-TOKEN_VARIABLES = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN")
 _RETRY_STATUS = {500, 502, 503, 504}
 _WRITE_PERMISSIONS = {"admin", "maintain", "write"}
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
-
-
-class GitHubError(WorkerError):
-    """A GitHub request failed after its retries; the message names the request, never the token."""
-
-    def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        retry_after: float | None = None,
-        rate_limited: bool = False,
-    ) -> None:
-        super().__init__(redact(message))
-        self.status = status
-        self.retry_after = retry_after
-        self.rate_limited = rate_limited
-
-
-class RateLimitFloor(GitHubError):
-    """Fewer requests left than the floor: the source stops polling until the reset."""
-
-
-@dataclass
-class RateLimit:
-    remaining: int | None = None
-    limit: int | None = None
-    reset: float | None = None  # epoch seconds
-
-    def describe(self) -> str:
-        when = time.strftime("%H:%M:%S UTC", time.gmtime(self.reset)) if self.reset else "?"
-        return f"{self.remaining} of {self.limit} requests left, reset at {when}"
-
-
-@dataclass
-class Response:
-    status: int
-    data: Any
-    headers: dict[str, str] = field(default_factory=dict)
-    not_modified: bool = False
-
-
-@dataclass
-class RequestStats:
-    requests: int = 0
-    costed: int = 0  # answers other than 304: what counts against the rate limit
-    not_modified: int = 0
-
-
-def token_from_env(env: dict[str, str] | None = None) -> str | None:
-    """The token from WORKER_GITHUB_TOKEN (preferred) or GITHUB_TOKEN; None when unset."""
-    env = dict(os.environ) if env is None else env
-    for name in TOKEN_VARIABLES:
-        value = env.get(name, "").strip()
-        if value:
-            return value
-    return None
 
 
 def make_client(
@@ -116,6 +80,7 @@ class GitHubClient:
         self.rate = RateLimit()
         self._memory: dict[str, str] = {}
         self._login: str | None = None
+        self.authenticated = bool(token)
         auth = github.Auth.Token(token) if token else None
         self._gh = github.Github(
             auth=auth,
@@ -224,24 +189,8 @@ class GitHubClient:
             except ValueError:
                 data = {"message": output[:200]}
         if status >= 400:
-            raise self._error(verb, path, status, resp_headers, data)
+            raise error_from(verb, path, status, resp_headers, data)
         return Response(status, data, resp_headers)
-
-    def _error(
-        self, verb: str, path: str, status: int, headers: dict[str, str], data: Any
-    ) -> GitHubError:
-        message = (data or {}).get("message", "") if isinstance(data, dict) else ""
-        retry_after = _float(headers.get("retry-after"))
-        primary = status in (403, 429) and headers.get("x-ratelimit-remaining") == "0"
-        secondary = status in (403, 429) and (
-            retry_after is not None or "secondary rate limit" in message.lower()
-        )
-        text = f"{verb} {path}: HTTP {status}" + (f" {message}" if message else "")
-        if primary and not secondary:
-            reset = _float(headers.get("x-ratelimit-reset"))
-            when = time.strftime("%H:%M:%S UTC", time.gmtime(reset)) if reset else "?"
-            text += f" (rate limit exhausted until {when})"
-        return GitHubError(text, status, retry_after, rate_limited=primary or secondary)
 
     def retryable(self, exc: BaseException) -> bool:
         """Is `exc` worth another attempt (timeout, 5xx, short secondary rate limit)?"""
@@ -273,8 +222,8 @@ class GitHubClient:
             return
         self.rate = RateLimit(
             int(float(remaining)),
-            _int(headers.get("x-ratelimit-limit")),
-            _float(headers.get("x-ratelimit-reset")),
+            to_int(headers.get("x-ratelimit-limit")),
+            to_float(headers.get("x-ratelimit-reset")),
         )
         self._put("github:rate", json.dumps(self.rate.__dict__))
 
@@ -362,15 +311,3 @@ def label_actor(events: list[dict[str, Any]], label: str) -> str | None:
         if event.get("event") == "labeled" and (event.get("label") or {}).get("name") == label:
             actor = (event.get("actor") or {}).get("login")
     return actor
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _int(value: str | None) -> int | None:
-    number = _float(value)
-    return int(number) if number is not None else None

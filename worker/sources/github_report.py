@@ -1,4 +1,4 @@
-"""What the status comment says, and delivering the branch: push and pull request.
+"""What the status comment says (pure rendering).
 
 Every text that reaches GitHub goes through `redact`, and the agent's words cannot forge a
 claim marker (only the first line of our own comment is read as one).
@@ -6,18 +6,11 @@ claim marker (only the first line of our own comment is read as one).
 
 from __future__ import annotations
 
-import logging
-import os
 import time
-from typing import Any
 
-from worker.models import Outcome, Task, TaskResult
-from worker.proc import redact, run_process
-from worker.sources.github_claims import create_once
-from worker.sources.github_client import GitHubClient, GitHubError
+from worker.models import Outcome, TaskResult
+from worker.proc import redact
 from worker.sources.github_settings import GitHubSettings
-
-log = logging.getLogger(__name__)
 
 _ICONS = {
     Outcome.SUCCESS: "✅",
@@ -27,9 +20,6 @@ _ICONS = {
     Outcome.EXPIRED: "⌛",
     Outcome.CANCELLED: "🚫",
 }
-# A credential helper that reads the token from the environment of the git process: the
-# token is never on a command line, in a file, or in a log.
-_HELPER = '!f() { echo username=x-access-token; echo "password=$WORKER_GIT_TOKEN"; }; f'
 
 
 def end_label(settings: GitHubSettings, outcome: Outcome) -> str | None:
@@ -100,78 +90,6 @@ def result_body(
             "</details>",
         ]
     return "\n".join(lines)
-
-
-def push_branch(
-    settings: GitHubSettings, workspace: Any, branch: str, token: str | None
-) -> str | None:
-    """Push `branch` to the workspace's remote; returns an error text, None when pushed."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    if token:
-        env.update(
-            {
-                "GIT_CONFIG_COUNT": "2",
-                "GIT_CONFIG_KEY_0": "credential.helper",
-                "GIT_CONFIG_VALUE_0": "",
-                "GIT_CONFIG_KEY_1": "credential.helper",
-                "GIT_CONFIG_VALUE_1": _HELPER,
-                "WORKER_GIT_TOKEN": token,
-            }
-        )
-    proc = run_process(
-        ["git", "push", settings.remote, f"{branch}:refs/heads/{branch}"],
-        cwd=workspace,
-        timeout_s=300,
-        env=env,
-    )
-    if proc.exit_code == 0:
-        return None
-    tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
-    return redact(f"git push {settings.remote} {branch} failed: {' / '.join(tail)}")
-
-
-def open_pull_request(
-    client: GitHubClient, settings: GitHubSettings, task: Task, branch: str
-) -> str:
-    """The URL of the open pull request for `branch` (found, else created), linking the issue."""
-    repo, number = task.ref["repo"], task.ref["number"]
-    owner = repo.split("/", 1)[0]
-
-    def existing() -> dict[str, Any] | None:
-        pulls = client.request(
-            "GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{branch}", "state": "open"}
-        ).data
-        return pulls[0] if pulls else None
-
-    found = existing()
-    if found is None:
-        base = settings.pr_base or client.request("GET", f"/repos/{repo}").data["default_branch"]
-        body = (
-            f"Closes #{number}\n\nWork done by worker on {task.id}; "
-            "see the issue's status comment for the run."
-        )
-        try:
-            found = create_once(
-                client,
-                (
-                    "POST",
-                    f"/repos/{repo}/pulls",
-                    {
-                        "title": redact(f"{task.title} (#{number})")[:250],
-                        "head": branch,
-                        "base": base,
-                        "body": body,
-                    },
-                ),
-                existing,
-            )
-        except GitHubError as exc:
-            if exc.status != 422:
-                raise
-            found = existing()  # "A pull request already exists", or nothing to merge
-            if found is None:
-                raise
-    return str(found.get("html_url") or found.get("url") or "")
 
 
 def _duration(seconds: float) -> str:

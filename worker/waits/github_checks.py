@@ -60,6 +60,7 @@ def _batched(ctx: CheckContext, waits: Sequence[Waiting], read: Reader) -> list[
             continue
         for i in indexes:
             wait = waits[i]
+            out[i].looked_remote = True  # covered by this look: the recheck clock restarts
             _, number = issue_of(wait) or (repo, 0)
             changed = updated.get(number)
             if changed is None or changed < whole(wait.since):

@@ -1,0 +1,198 @@
+"""Delivering a task's end to its issue: push, pull request, status comment, labels.
+
+Each step is tolerant of the others: a failed push is said in the comment, a failed comment
+still lets the labels show the end state; what failed is raised at the end as one GitHubError.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import quote
+
+from worker.config import Settings
+from worker.models import Outcome, Task, TaskResult
+from worker.proc import redact, run_process
+from worker.sources.github_claims import create_once, find_own, marker, parse_claims
+from worker.sources.github_client import GitHubClient, GitHubError, token_from_env
+from worker.sources.github_report import end_label, result_body
+from worker.sources.github_settings import GitHubSettings
+
+# A credential helper that reads the token from the environment of the git process: the
+# token is never on a command line, in a file, or in a log.
+_HELPER = '!f() { echo username=x-access-token; echo "password=$WORKER_GIT_TOKEN"; }; f'
+
+
+def report_to_issue(
+    client: GitHubClient, settings: Settings, task: Task, result: TaskResult, *, open_pr: bool
+) -> None:
+    """Push (and open the pull request), update the status comment in place, set the
+    end-state label, drop the claim label. Raises GitHubError naming what failed."""
+    gh = settings.github
+    repo, number = task.ref["repo"], int(task.ref["number"])
+    notes, errors = _deliver(client, settings, task, result, open_pr), []
+    try:
+        _write_status(client, settings.machine_id, task, repo, number, result, notes)
+    except GitHubError as exc:
+        errors.append(str(exc))
+    label = end_label(gh, result.outcome)
+    try:
+        if label is not None:
+            client.request(
+                "POST", f"/repos/{repo}/issues/{number}/labels", body={"labels": [label]}
+            )
+        remove_label(client, repo, number, gh.in_progress_label)
+        login = client.login()
+        if result.outcome is Outcome.STOPPED and login:  # available again, to anyone
+            client.request(
+                "DELETE",
+                f"/repos/{repo}/issues/{number}/assignees",
+                body={"assignees": [login]},
+            )
+    except GitHubError as exc:
+        errors.append(str(exc))
+    if errors:
+        raise GitHubError(f"report of {task.id}: " + "; ".join(errors))
+
+
+def _deliver(
+    client: GitHubClient, settings: Settings, task: Task, result: TaskResult, open_pr: bool
+) -> list[str]:
+    """Push the branch and open the pull request; what happened, as notes for the comment."""
+    if result.outcome is not Outcome.SUCCESS or not result.branch or not settings.github.push:
+        return []
+    error = push_branch(settings.github, settings.workspace, result.branch, token_from_env())
+    if error is not None:
+        return [f"⚠️ {error}"]
+    notes = [f"Branch `{result.branch}` pushed."]
+    if open_pr:
+        try:
+            url = open_pull_request(client, settings.github, task, result.branch)
+            notes.append(f"Pull request: {url}")
+        except GitHubError as exc:
+            notes.append(f"⚠️ could not open a pull request: {exc}")
+    return notes
+
+
+def _write_status(
+    client: GitHubClient,
+    me: str,
+    task: Task,
+    repo: str,
+    number: int,
+    result: TaskResult,
+    notes: list[str],
+) -> None:
+    comment_id = task.ref.get("comment_id")
+    run = str(task.ref.get("run") or "?")
+    path = f"/repos/{repo}/issues/{number}/comments"
+    login = client.login()
+    if comment_id is None:  # e.g. a task resumed from an older wait state: find ours
+        own = find_own(parse_claims(client.comments(repo, number), task.id, login), me)
+        comment_id, run = (own.comment_id, own.run) if own else (None, run)
+    state = "released" if result.outcome is Outcome.STOPPED else result.outcome.value
+    head = marker(me, task.id, run, state=state)
+    body = result_body(head, me, run, result, notes)
+    if comment_id is not None:
+        try:
+            client.request(
+                "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body}
+            )
+            return
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+    active = marker(me, task.id, run)
+
+    def find_mine() -> dict[str, Any] | None:
+        for comment in client.comments(repo, number):
+            if str(comment.get("body", "")).startswith((head, active)):
+                return comment
+        return None
+
+    created = create_once(client, ("POST", path, {"body": body}), find_mine)
+    if not str(created.get("body", "")).startswith(head):
+        client.request(
+            "PATCH", f"/repos/{repo}/issues/comments/{created['id']}", body={"body": body}
+        )
+
+
+def push_branch(
+    settings: GitHubSettings, workspace: Any, branch: str, token: str | None
+) -> str | None:
+    """Push `branch` to the workspace's remote; returns an error text, None when pushed."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    if token:
+        env.update(
+            {
+                "GIT_CONFIG_COUNT": "2",
+                "GIT_CONFIG_KEY_0": "credential.helper",
+                "GIT_CONFIG_VALUE_0": "",
+                "GIT_CONFIG_KEY_1": "credential.helper",
+                "GIT_CONFIG_VALUE_1": _HELPER,
+                "WORKER_GIT_TOKEN": token,
+            }
+        )
+    proc = run_process(
+        ["git", "push", settings.remote, f"{branch}:refs/heads/{branch}"],
+        cwd=workspace,
+        timeout_s=300,
+        env=env,
+    )
+    if proc.exit_code == 0:
+        return None
+    tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
+    return redact(f"git push {settings.remote} {branch} failed: {' / '.join(tail)}")
+
+
+def open_pull_request(
+    client: GitHubClient, settings: GitHubSettings, task: Task, branch: str
+) -> str:
+    """The URL of the open pull request for `branch` (found, else created), linking the issue."""
+    repo, number = task.ref["repo"], task.ref["number"]
+    owner = repo.split("/", 1)[0]
+
+    def existing() -> dict[str, Any] | None:
+        pulls = client.request(
+            "GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{branch}", "state": "open"}
+        ).data
+        return pulls[0] if pulls else None
+
+    found = existing()
+    if found is None:
+        base = settings.pr_base or client.request("GET", f"/repos/{repo}").data["default_branch"]
+        body = (
+            f"Closes #{number}\n\nWork done by worker on {task.id}; "
+            "see the issue's status comment for the run."
+        )
+        try:
+            found = create_once(
+                client,
+                (
+                    "POST",
+                    f"/repos/{repo}/pulls",
+                    {
+                        "title": redact(f"{task.title} (#{number})")[:250],
+                        "head": branch,
+                        "base": base,
+                        "body": body,
+                    },
+                ),
+                existing,
+            )
+        except GitHubError as exc:
+            if exc.status != 422:
+                raise
+            found = existing()  # "A pull request already exists", or nothing to merge
+            if found is None:
+                raise
+    return str(found.get("html_url") or found.get("url") or "")
+
+
+def remove_label(client: GitHubClient, repo: str, number: int, label: str) -> None:
+    """Remove `label` from the issue; a label that is not there is fine."""
+    try:
+        client.request("DELETE", f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}")
+    except GitHubError as exc:
+        if exc.status != 404:  # not there: nothing to remove
+            raise
