@@ -41,8 +41,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     repeat = parser.parse_args().repeat
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
-    env.update({"WORKER_MACHINE_ID": "bench", "WORKER_REVIEW__ENABLED": "false",
-                "WORKER_SUPERVISION__ENABLED": "false"})
+    env.update(
+        {
+            "WORKER_MACHINE_ID": "bench",
+            "WORKER_REVIEW__ENABLED": "false",
+            "WORKER_SUPERVISION__ENABLED": "false",
+        }
+    )
     out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -52,9 +57,12 @@ def main() -> None:
         help_s = timed(worker("--help"), env, repeat)
         dry = timed(worker("run", "--dry-run", "--workspace", str(empty)), env, repeat)
         out["startup"] = {
-            "python_c_pass_s": round(python, 4), "worker_help_s": round(help_s, 4),
-            "dry_run_s": round(dry, 4), "help_ratio": round(help_s / python, 2),
-            "dry_run_ratio": round(dry / python, 2), "goal_dry_run_s": 0.35,
+            "python_c_pass_s": round(python, 4),
+            "worker_help_s": round(help_s, 4),
+            "dry_run_s": round(dry, 4),
+            "help_ratio": round(help_s / python, 2),
+            "dry_run_ratio": round(dry / python, 2),
+            "goal_dry_run_s": 0.35,
             "dry_run_meets_goal": dry < 0.35,
         }
 
@@ -63,45 +71,90 @@ def main() -> None:
         (busy / "inbox").mkdir(parents=True)
         (busy / "wait_states").mkdir()
         for n in range(10_000):
-            (busy / "inbox" / f"m{n}.json").write_text(json.dumps({
-                "id": f"m{n}", "from": "x", "to": f"machine-{n % 7}", "subject": "s",
-                "body": "b" * 200, "status": "unread"}))
+            (busy / "inbox" / f"m{n}.json").write_text(
+                json.dumps(
+                    {
+                        "id": f"m{n}",
+                        "from": "x",
+                        "to": f"machine-{n % 7}",
+                        "subject": "s",
+                        "body": "b" * 200,
+                        "status": "unread",
+                    }
+                )
+            )
         now = datetime.now(UTC).isoformat()
         for n in range(1000):
-            (busy / "wait_states" / f"w{n}.json").write_text(json.dumps({
-                "taskId": f"w{n}", "timestamp": now, "reason": "r", "waitFor": "approval",
-                "resumeWhen": "user_approval",
-                "context": {"mode": "code-simple", "model": "haiku", "iteration": 1,
-                            "outputSnippet": "..."}}))
+            (busy / "wait_states" / f"w{n}.json").write_text(
+                json.dumps(
+                    {
+                        "taskId": f"w{n}",
+                        "timestamp": now,
+                        "reason": "r",
+                        "waitFor": "approval",
+                        "resumeWhen": "user_approval",
+                        "context": {
+                            "mode": "code-simple",
+                            "model": "haiku",
+                            "iteration": 1,
+                            "outputSnippet": "...",
+                        },
+                    }
+                )
+            )
         (busy / "worker.toml").write_text("[fallback]\nenabled = false\n")
         idle = timed(worker("run", "--json", "--workspace", str(busy)), env, max(3, repeat // 2))
         out["idle_run"] = {
-            "messages": 10_000, "wait_states": 1000, "idle_run_s": round(idle, 4),
-            "ratio_to_python": round(idle / python, 2), "goal_s": 1.0, "meets_goal": idle < 1.0,
+            "messages": 10_000,
+            "wait_states": 1000,
+            "idle_run_s": round(idle, 4),
+            "ratio_to_python": round(idle / python, 2),
+            "goal_s": 1.0,
+            "meets_goal": idle < 1.0,
         }
 
         # Overhead per iteration: worker's time for a 5-iteration task minus a 1-iteration
         # task (so start-up cancels out), beside calling the agent 5 times minus once.
         fake = root / "claude"
-        fake.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+        fake.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
         fake.chmod(0o755)
         task_ws = root / "task"
         (task_ws / "inbox").mkdir(parents=True)
 
         def through_worker(n: int) -> float:
             script = root / f"script{n}.json"
-            script.write_text(json.dumps({"answers": [{"status": "continue"}] * (n - 1)
-                                          + [{"status": "success"}]}))
+            script.write_text(
+                json.dumps(
+                    {"answers": [{"status": "continue"}] * (n - 1) + [{"status": "success"}]}
+                )
+            )
             calls = root / f"calls{n}.jsonl"
             calls.unlink(missing_ok=True)  # the fake picks its answer by counting its calls
-            agent_env = {**env, "FAKE_CLAUDE_SCRIPT": str(script), "WORKER_CLAUDE_BIN": str(fake),
-                         "FAKE_CLAUDE_LOG": str(calls)}
-            (task_ws / "inbox" / "t.json").write_text(json.dumps({
-                "id": "t", "from": "x", "to": "bench", "subject": "s", "body": "b",
-                "status": "unread"}))
+            agent_env = {
+                **env,
+                "FAKE_CLAUDE_SCRIPT": str(script),
+                "WORKER_CLAUDE_BIN": str(fake),
+                "FAKE_CLAUDE_LOG": str(calls),
+            }
+            (task_ws / "inbox" / "t.json").write_text(
+                json.dumps(
+                    {
+                        "id": "t",
+                        "from": "x",
+                        "to": "bench",
+                        "subject": "s",
+                        "body": "b",
+                        "status": "unread",
+                    }
+                )
+            )
             t0 = time.perf_counter()
-            subprocess.run(worker("run", "--mode", "code-complex", "--workspace", str(task_ws)),
-                           env=agent_env, capture_output=True, check=False)
+            subprocess.run(
+                worker("run", "--mode", "code-complex", "--workspace", str(task_ws)),
+                env=agent_env,
+                capture_output=True,
+                check=False,
+            )
             elapsed = time.perf_counter() - t0
             for path in task_ws.joinpath("inbox").rglob("t*.json"):
                 path.unlink()
@@ -115,8 +168,14 @@ def main() -> None:
             agent_env = {**env, "FAKE_CLAUDE_SCRIPT": str(script), "FAKE_CLAUDE_LOG": str(calls)}
             t0 = time.perf_counter()
             for _ in range(n):
-                subprocess.run([str(fake), "-p"], input="hi", env=agent_env,
-                               capture_output=True, text=True, check=False)
+                subprocess.run(
+                    [str(fake), "-p"],
+                    input="hi",
+                    env=agent_env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
             return time.perf_counter() - t0
 
         rounds = max(3, repeat // 2)
@@ -126,10 +185,13 @@ def main() -> None:
         d5 = statistics.median(direct(5) for _ in range(rounds))
         per_iteration = ((w5 - w1) - (d5 - d1)) / 4
         out["iteration_overhead"] = {
-            "worker_1_iteration_s": round(w1, 4), "worker_5_iterations_s": round(w5, 4),
-            "direct_1_call_s": round(d1, 4), "direct_5_calls_s": round(d5, 4),
+            "worker_1_iteration_s": round(w1, 4),
+            "worker_5_iterations_s": round(w5, 4),
+            "direct_1_call_s": round(d1, 4),
+            "direct_5_calls_s": round(d5, 4),
             "overhead_per_iteration_ms": round(per_iteration * 1000, 1),
-            "ratio_5_iterations": round((w5 - w1) / (d5 - d1), 3), "goal_ms": 50,
+            "ratio_5_iterations": round((w5 - w1) / (d5 - d1), 3),
+            "goal_ms": 50,
             "meets_goal": per_iteration < 0.05,
         }
     print(json.dumps(out, indent=2))

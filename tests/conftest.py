@@ -53,8 +53,11 @@ class FakeAgent:
         return [call for call in self.calls if call["stdin"].startswith("# Task")]
 
     def env(self) -> dict[str, str]:
-        return {"WORKER_CLAUDE_BIN": str(self.path), "FAKE_CLAUDE_SCRIPT": str(self.script),
-                "FAKE_CLAUDE_LOG": str(self.log)}
+        return {
+            "WORKER_CLAUDE_BIN": str(self.path),
+            "FAKE_CLAUDE_SCRIPT": str(self.script),
+            "FAKE_CLAUDE_LOG": str(self.log),
+        }
 
 
 @pytest.fixture
@@ -63,7 +66,7 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeAgent:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "claude"
-    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLAUDE} \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_CLAUDE} "$@"\n')
     wrapper.chmod(0o755)
     agent = FakeAgent(wrapper, tmp_path / "script.json", tmp_path / "claude-calls.jsonl")
     agent.answers({"status": "success", "reason": "done"})
@@ -80,21 +83,34 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def write_message(ws: Path, msg_id: str, **fields: Any) -> Path:
-    data = {"id": msg_id, "from": "alice", "to": "test-machine", "subject": f"task {msg_id}",
-            "body": "Please do the thing.", "status": "unread", "priority": "normal",
-            "created_at": "2026-11-20T10:00:00Z", **fields}
+    data = {
+        "id": msg_id,
+        "from": "alice",
+        "to": "test-machine",
+        "subject": f"task {msg_id}",
+        "body": "Please do the thing.",
+        "status": "unread",
+        "priority": "normal",
+        "created_at": "2026-11-20T10:00:00Z",
+        **fields,
+    }
     path = ws / "inbox" / f"{msg_id}.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
 
-def run_worker(ws: Path, *args: str, env: dict[str, str] | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_worker(
+    ws: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """The real `worker` command in a subprocess (python -m worker)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "worker", *args, "--workspace", str(ws)],
-        capture_output=True, text=True, env=full_env, timeout=timeout, check=False,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
     )
 
 

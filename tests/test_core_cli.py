@@ -25,8 +25,9 @@ def tree(ws: Path) -> dict[str, bytes]:
 
 
 def test_help_lists_the_commands() -> None:
-    proc = subprocess.run([sys.executable, "-m", "worker", "--help"], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker", "--help"], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0
     for command in ("run", "modes", "log"):
         assert command in proc.stdout
@@ -82,8 +83,20 @@ def test_bad_configuration_names_the_key_and_exits_78(workspace: Path) -> None:
 
 def test_bad_modes_file_exits_78(workspace: Path) -> None:
     (workspace / "modes").mkdir()
-    (workspace / "modes" / "modes.json").write_text(json.dumps({"modes": [
-        {"id": "a", "model": "m", "maxIterations": 1, "escalation": {"triggerMode": "zz"}}]}))
+    (workspace / "modes" / "modes.json").write_text(
+        json.dumps(
+            {
+                "modes": [
+                    {
+                        "id": "a",
+                        "model": "m",
+                        "maxIterations": 1,
+                        "escalation": {"triggerMode": "zz"},
+                    }
+                ]
+            }
+        )
+    )
     proc = run_worker(workspace, "modes", "validate")
     assert proc.returncode == 78 and "zz" in proc.stderr
     assert run_worker(workspace, "run", "--dry-run").returncode == 78
@@ -102,8 +115,12 @@ def test_modes_list_and_validate(workspace: Path) -> None:
     proc = run_worker(workspace, "modes", "list", "--json")
     data = json.loads(proc.stdout)
     assert data["source"] == "embedded defaults"
-    assert [m["id"] for m in data["modes"]] == ["sync-simple", "sync-complex", "code-simple",
-                                                 "code-complex"]
+    assert [m["id"] for m in data["modes"]] == [
+        "sync-simple",
+        "sync-complex",
+        "code-simple",
+        "code-complex",
+    ]
     assert run_worker(workspace, "modes", "validate").stdout.startswith("ok: 4 modes")
 
 
@@ -121,7 +138,9 @@ def test_log_lists_decisions_and_runs(workspace: Path, fake_claude: FakeAgent) -
 def _start(ws: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "worker", "run", "--json", "--workspace", str(ws)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, **(env or {})},
     )
 
@@ -134,8 +153,7 @@ def _wait_for(predicate, what: str) -> None:  # type: ignore[no-untyped-def]
     raise AssertionError(f"never happened: {what}")
 
 
-def test_second_run_on_a_locked_workspace_exits_75(workspace: Path,
-                                                   fake_claude: FakeAgent) -> None:
+def test_second_run_on_a_locked_workspace_exits_75(workspace: Path, fake_claude: FakeAgent) -> None:
     fake_claude.answers({"hang": 30, "status": "success"})
     write_message(workspace, "msg-5")
     first = _start(workspace)
@@ -159,8 +177,9 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def test_killed_worker_task_is_taken_again_after_the_lease(workspace: Path,
-                                                           fake_claude: FakeAgent) -> None:
+def test_killed_worker_task_is_taken_again_after_the_lease(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     fake_claude.answers({"hang": 60, "status": "success"}, {"status": "success"})
     write_message(workspace, "msg-6")
     first = _start(workspace, {"WORKER_LEASE_SECONDS": "2"})
@@ -180,14 +199,24 @@ def test_killed_worker_task_is_taken_again_after_the_lease(workspace: Path,
 
 
 def test_two_concurrent_runs_on_one_inbox_never_run_the_same_message(
-        tmp_path: Path, fake_claude: FakeAgent) -> None:
+    tmp_path: Path, fake_claude: FakeAgent
+) -> None:
     fake_claude.answers({"hang": 0.3, "status": "success"})
     inbox = tmp_path / "shared-inbox"
     inbox.mkdir()
     for n in range(6):
-        (inbox / f"m{n}.json").write_text(json.dumps({
-            "id": f"m{n}", "from": "alice", "to": "all", "subject": f"task m{n}", "body": "x",
-            "status": "unread"}))
+        (inbox / f"m{n}.json").write_text(
+            json.dumps(
+                {
+                    "id": f"m{n}",
+                    "from": "alice",
+                    "to": "all",
+                    "subject": f"task m{n}",
+                    "body": "x",
+                    "status": "unread",
+                }
+            )
+        )
     workspaces = [tmp_path / "a", tmp_path / "b"]
     for ws in workspaces:
         ws.mkdir()
@@ -196,7 +225,7 @@ def test_two_concurrent_runs_on_one_inbox_never_run_the_same_message(
     for _ in range(4):
         procs = [_start(ws, env) for ws in workspaces]
         for proc in procs:
-            out, err = proc.communicate(timeout=120)
+            out, _err = proc.communicate(timeout=120)
             data = json.loads(out)
             if data["outcome"] == "success":
                 done.append(data["task_id"])

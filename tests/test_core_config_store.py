@@ -29,11 +29,18 @@ def test_defaults_follow_the_workspace(tmp_path: Path) -> None:
 
 def test_toml_then_environment_with_sections(tmp_path: Path) -> None:
     (tmp_path / "worker.toml").write_text(
-        'machine_id = "box"\nstate_dir = "/tmp/elsewhere"\n[fallback]\ninterval_hours = 2\n')
-    settings = load_settings(tmp_path, env={
-        "WORKER_MACHINE_ID": "from-env", "WORKER_INBOX": "/srv/inbox",
-        "WORKER_FALLBACK__TEST": '["make check"]', "WORKER_CLAUDE_BIN": "/opt/claude",
-        "WORKER_GITHUB_TOKEN": "ghp_secret_is_not_a_setting"})
+        'machine_id = "box"\nstate_dir = "/tmp/elsewhere"\n[fallback]\ninterval_hours = 2\n'
+    )
+    settings = load_settings(
+        tmp_path,
+        env={
+            "WORKER_MACHINE_ID": "from-env",
+            "WORKER_INBOX": "/srv/inbox",
+            "WORKER_FALLBACK__TEST": '["make check"]',
+            "WORKER_CLAUDE_BIN": "/opt/claude",
+            "WORKER_GITHUB_TOKEN": "ghp_secret_is_not_a_setting",
+        },
+    )
     assert settings.machine_id == "from-env"
     assert settings.inbox == Path("/srv/inbox")
     assert settings.state == Path("/tmp/elsewhere")
@@ -42,16 +49,20 @@ def test_toml_then_environment_with_sections(tmp_path: Path) -> None:
     assert "ghp_secret" not in settings.model_dump_json()
 
 
-@pytest.mark.parametrize(("env", "toml", "needle"), [
-    ({"WORKER_LEASE_SECONDS": "-1"}, "", "lease_seconds"),
-    ({}, "bogus = 1\n", "bogus"),
-    ({}, "[fallback]\ninterval_hours = 'x'\n", "fallback.interval_hours"),
-    ({}, "machine_id = 'a/b'\n", "machine_id"),
-    ({"WORKER_FALLBACK__TEST": "[not json"}, "", "WORKER_FALLBACK__TEST"),
-    ({}, "this is not toml", "worker.toml"),
-])
-def test_bad_configuration_names_the_key(tmp_path: Path, env: dict[str, str], toml: str,
-                                         needle: str) -> None:
+@pytest.mark.parametrize(
+    ("env", "toml", "needle"),
+    [
+        ({"WORKER_LEASE_SECONDS": "-1"}, "", "lease_seconds"),
+        ({}, "bogus = 1\n", "bogus"),
+        ({}, "[fallback]\ninterval_hours = 'x'\n", "fallback.interval_hours"),
+        ({}, "machine_id = 'a/b'\n", "machine_id"),
+        ({"WORKER_FALLBACK__TEST": "[not json"}, "", "WORKER_FALLBACK__TEST"),
+        ({}, "this is not toml", "worker.toml"),
+    ],
+)
+def test_bad_configuration_names_the_key(
+    tmp_path: Path, env: dict[str, str], toml: str, needle: str
+) -> None:
     if toml:
         (tmp_path / "worker.toml").write_text(toml)
     with pytest.raises(ConfigError, match=needle.replace(".", r"\.")) as info:
@@ -61,8 +72,10 @@ def test_bad_configuration_names_the_key(tmp_path: Path, env: dict[str, str], to
 
 def test_store_migrates_an_empty_database(tmp_path: Path) -> None:
     with Store(tmp_path / "w.db") as store:
-        tables = {row[0] for row in store.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {
+            row[0]
+            for row in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         assert {"runs", "iterations", "decisions", "claims", "kv", "migrations"} <= tables
         assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # Opening again applies nothing twice.
@@ -115,7 +128,8 @@ def test_decision_priority_wait_then_inbox_then_github_then_fallback() -> None:
     assert (decision.task.id, decision.source) == ("w0", "wait")  # type: ignore[union-attr]
     assert decision.reason_codes[0] == "WAIT_STATE_RESUMED"
     assert decide(Snapshot(listings=(inbox, github, fallback))).reason_codes[0] == (
-        "INBOX_TASK_SELECTED")
+        "INBOX_TASK_SELECTED"
+    )
     assert decide(Snapshot(listings=(Listing("inbox"), github, fallback))).source == "github"
     last = decide(Snapshot(listings=(Listing("inbox"), Listing("github"), fallback)))
     assert last.reason_codes[0] == "FALLBACK_MAINTENANCE"

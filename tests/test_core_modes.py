@@ -23,8 +23,12 @@ def write(tmp_path: Path, modes: list[dict]) -> Path:
 def test_shipped_modes_are_the_specifications_four() -> None:
     modes = load_modes(REPO / "modes" / "modes.json")
     table = {m.id: (m.model, m.max_iterations) for m in modes.modes.values()}
-    assert table == {"sync-simple": ("haiku", 3), "sync-complex": ("sonnet", 5),
-                     "code-simple": ("haiku", 5), "code-complex": ("opus", 10)}
+    assert table == {
+        "sync-simple": ("haiku", 3),
+        "sync-complex": ("sonnet", 5),
+        "code-simple": ("haiku", 5),
+        "code-complex": ("opus", 10),
+    }
     assert modes.chain("code-simple") == ["code-simple", "code-complex"]
     assert modes.chain("sync-simple") == ["sync-simple", "sync-complex"]
 
@@ -38,10 +42,22 @@ def test_embedded_defaults_match_the_shipped_file() -> None:
 
 def test_spec_format_with_extra_top_level_keys_loads(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
-    path.write_text(json.dumps({"version": "1.0", "modes": [
-        {"id": "a", "model": "haiku", "maxIterations": 2,
-         "escalation": {"triggerMode": "b", "maxIterations": 2}},
-        {"id": "b", "model": "opus", "maxIterations": 4}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": "1.0",
+                "modes": [
+                    {
+                        "id": "a",
+                        "model": "haiku",
+                        "maxIterations": 2,
+                        "escalation": {"triggerMode": "b", "maxIterations": 2},
+                    },
+                    {"id": "b", "model": "opus", "maxIterations": 4},
+                ],
+            }
+        )
+    )
     modes = load_modes(path)
     assert modes.get("a").escalation is not None
     assert modes.next_mode("a") == "b"
@@ -49,17 +65,22 @@ def test_spec_format_with_extra_top_level_keys_loads(tmp_path: Path) -> None:
 
 
 def test_unknown_trigger_mode_is_a_config_error(tmp_path: Path) -> None:
-    path = write(tmp_path, [{"id": "a", "model": "m", "maxIterations": 1,
-                             "escalation": {"triggerMode": "nope"}}])
+    path = write(
+        tmp_path,
+        [{"id": "a", "model": "m", "maxIterations": 1, "escalation": {"triggerMode": "nope"}}],
+    )
     with pytest.raises(ConfigError, match="triggerMode 'nope'"):
         load_modes(path)
 
 
 def test_escalation_cycle_is_a_config_error(tmp_path: Path) -> None:
-    path = write(tmp_path, [
-        {"id": "a", "model": "m", "maxIterations": 1, "escalation": {"triggerMode": "b"}},
-        {"id": "b", "model": "m", "maxIterations": 1, "escalation": {"triggerMode": "a"}},
-    ])
+    path = write(
+        tmp_path,
+        [
+            {"id": "a", "model": "m", "maxIterations": 1, "escalation": {"triggerMode": "b"}},
+            {"id": "b", "model": "m", "maxIterations": 1, "escalation": {"triggerMode": "a"}},
+        ],
+    )
     with pytest.raises(ConfigError, match="cycle: a -> b -> a"):
         load_modes(path)
 
@@ -81,9 +102,13 @@ def test_escalate_to_accepts_a_stronger_mode_or_its_model_only() -> None:
 def test_detection_is_deterministic_and_explicit_mode_wins() -> None:
     modes = load_modes(None)
     assert modes.detect(Task("t", "inbox", "Fix the parser", mode="code-complex")) == (
-        "code-complex", "MODE_FROM_TASK")
+        "code-complex",
+        "MODE_FROM_TASK",
+    )
     assert modes.detect(Task("t", "inbox", "Weekly status report")) == (
-        "sync-simple", "MODE_MATCHED_RULE")
+        "sync-simple",
+        "MODE_MATCHED_RULE",
+    )
     assert modes.detect(Task("t", "inbox", "Fix the parser")) == ("code-simple", "MODE_DEFAULT")
     # An unknown explicit mode does not crash detection.
     assert modes.detect(Task("t", "inbox", "Fix it", mode="nope"))[0] == "code-simple"

@@ -27,7 +27,9 @@ def run(ws: Path, **options: object):
 
 def statuses(ws: Path) -> list[tuple[str, str, int, str]]:
     db = sqlite3.connect(ws / ".worker" / "worker.db")
-    return db.execute("SELECT mode, model, iteration, status FROM iterations ORDER BY id").fetchall()
+    return db.execute(
+        "SELECT mode, model, iteration, status FROM iterations ORDER BY id"
+    ).fetchall()
 
 
 def test_success_on_the_first_iteration(workspace: Path, fake_claude: FakeAgent) -> None:
@@ -35,11 +37,21 @@ def test_success_on_the_first_iteration(workspace: Path, fake_claude: FakeAgent)
     report = run(workspace)
     assert report.outcome.value == "success"
     assert (report.task_id, report.source, report.modes, report.iterations) == (
-        "msg-1", "inbox", ["code-simple"], 1)
+        "msg-1",
+        "inbox",
+        ["code-simple"],
+        1,
+    )
     assert report.reason_codes[0] == "INBOX_TASK_SELECTED"
     call = fake_claude.task_calls[0]
-    assert call["argv"][:6] == ["-p", "--output-format", "stream-json", "--verbose", "--model",
-                                "haiku"]
+    assert call["argv"][:6] == [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        "haiku",
+    ]
     assert "Please do the thing." in call["stdin"] and "=== AGENT STATUS ===" in call["stdin"]
     # The message is done and the sender got a reply.
     assert (workspace / "inbox" / "done" / "msg-1.json").exists()
@@ -48,11 +60,14 @@ def test_success_on_the_first_iteration(workspace: Path, fake_claude: FakeAgent)
     assert "Outcome: success" in reply["body"]
 
 
-def test_continue_continue_success_resumes_the_session(workspace: Path,
-                                                       fake_claude: FakeAgent) -> None:
-    fake_claude.answers({"status": "continue", "reason": "step 1"},
-                        {"status": "continue", "reason": "step 2"},
-                        {"status": "success", "reason": "all done"})
+def test_continue_continue_success_resumes_the_session(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    fake_claude.answers(
+        {"status": "continue", "reason": "step 1"},
+        {"status": "continue", "reason": "step 2"},
+        {"status": "success", "reason": "all done"},
+    )
     write_message(workspace, "msg-2")
     report = run(workspace)
     assert report.outcome.value == "success" and report.iterations == 3
@@ -62,10 +77,12 @@ def test_continue_continue_success_resumes_the_session(workspace: Path,
     assert "step 1" in second["stdin"]  # the previous iteration is gathered into the prompt
 
 
-def test_escalation_from_code_simple_to_code_complex(workspace: Path,
-                                                     fake_claude: FakeAgent) -> None:
-    fake_claude.answers({"status": "escalate", "reason": "too hard", "escalate_to": "opus"},
-                        {"status": "success"})
+def test_escalation_from_code_simple_to_code_complex(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    fake_claude.answers(
+        {"status": "escalate", "reason": "too hard", "escalate_to": "opus"}, {"status": "success"}
+    )
     write_message(workspace, "msg-3")
     report = run(workspace)
     assert report.outcome.value == "success"
@@ -98,10 +115,17 @@ def test_max_iterations_without_terminal_status(workspace: Path, fake_claude: Fa
     assert "MAX_ITERATIONS_AT_TOP" in report.reason_codes
 
 
-def test_wait_writes_a_wait_state_in_the_specification_format(workspace: Path,
-                                                              fake_claude: FakeAgent) -> None:
-    fake_claude.answers({"status": "wait", "reason": "need approval", "wait_for": "a human",
-                         "resume_when": "user_approval"})
+def test_wait_writes_a_wait_state_in_the_specification_format(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    fake_claude.answers(
+        {
+            "status": "wait",
+            "reason": "need approval",
+            "wait_for": "a human",
+            "resume_when": "user_approval",
+        }
+    )
     write_message(workspace, "msg-6")
     report = run(workspace)
     assert report.outcome.value == "waiting" and report.exit_code == 0
@@ -109,12 +133,15 @@ def test_wait_writes_a_wait_state_in_the_specification_format(workspace: Path,
     assert state["taskId"] == "msg-6" and state["resumeWhen"] == "user_approval"
     assert state["waitFor"] == "a human" and state["reason"] == "need approval"
     assert state["context"]["mode"] == "code-simple" and state["context"]["model"] == "haiku"
-    assert state["context"]["iteration"] == 1 and "AGENT STATUS" in state["context"]["outputSnippet"]
+    assert (
+        state["context"]["iteration"] == 1 and "AGENT STATUS" in state["context"]["outputSnippet"]
+    )
     assert state["sessionId"]
 
 
-def test_timeout_kills_a_hanging_agent_and_its_children(workspace: Path, fake_claude: FakeAgent,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeout_kills_a_hanging_agent_and_its_children(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKER_ITERATION_TIMEOUT_S", "1.5")
     fake_claude.answers({"hang": 60, "child": True, "status": "success"})
     write_message(workspace, "msg-7")
@@ -148,8 +175,9 @@ def test_garbage_output_is_not_a_status(workspace: Path, fake_claude: FakeAgent)
     assert "AGENT_ERROR" in report.reason_codes or "NO_STATUS_BLOCK" in report.reason_codes
 
 
-def test_agent_exiting_non_zero_is_retried_then_escalated(workspace: Path,
-                                                          fake_claude: FakeAgent) -> None:
+def test_agent_exiting_non_zero_is_retried_then_escalated(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     fake_claude.answers({"exit": 3, "text": "crashed"}, {"status": "success"})
     write_message(workspace, "msg-9")
     report = run(workspace)
@@ -158,8 +186,9 @@ def test_agent_exiting_non_zero_is_retried_then_escalated(workspace: Path,
     assert statuses(workspace)[0][3] == "continue"
 
 
-def test_missing_agent_executable_fails_clearly(workspace: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_agent_executable_fails_clearly(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKER_CLAUDE_BIN", str(workspace / "no-such-claude"))
     write_message(workspace, "msg-10")
     report = run(workspace)
@@ -167,8 +196,9 @@ def test_missing_agent_executable_fails_clearly(workspace: Path,
     assert "no-such-claude" in report.reason
 
 
-def test_cost_cap_stops_the_task(workspace: Path, fake_claude: FakeAgent,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cost_cap_stops_the_task(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKER_TASK_COST_CAP_USD", "0.05")
     fake_claude.answers({"status": "continue", "cost": 0.03})
     write_message(workspace, "msg-11")
@@ -189,8 +219,9 @@ def test_idle_run_records_a_decision(workspace: Path, fake_claude: FakeAgent) ->
     assert fake_claude.task_calls == []
 
 
-def test_messages_for_other_machines_and_read_ones_are_ignored(workspace: Path,
-                                                               fake_claude: FakeAgent) -> None:
+def test_messages_for_other_machines_and_read_ones_are_ignored(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     write_message(workspace, "other", to="someone-else")
     write_message(workspace, "old", status="read")
     write_message(workspace, "reply", in_reply_to="x")
@@ -200,14 +231,16 @@ def test_messages_for_other_machines_and_read_ones_are_ignored(workspace: Path,
 def test_priority_then_age_orders_the_inbox(workspace: Path, fake_claude: FakeAgent) -> None:
     write_message(workspace, "late-low", priority="low", created_at="2026-01-01T00:00:00Z")
     write_message(workspace, "new-high", priority="high", created_at="2026-11-01T00:00:00Z")
-    write_message(workspace, "old-high", priority="high", created_at="2026-10-01T00:00:00Z",
-                  to="all")
+    write_message(
+        workspace, "old-high", priority="high", created_at="2026-10-01T00:00:00Z", to="all"
+    )
     assert run(workspace).task_id == "old-high"
     assert run(workspace).task_id == "new-high"
 
 
-def test_corrupt_message_is_moved_aside_and_the_run_goes_on(workspace: Path,
-                                                            fake_claude: FakeAgent) -> None:
+def test_corrupt_message_is_moved_aside_and_the_run_goes_on(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     (workspace / "inbox" / "bad.json").write_text('{"id": "bad", "to": "all", ')
     (workspace / "inbox" / "bad2.json").write_text(json.dumps({"id": "../x", "to": "all"}))
     write_message(workspace, "good")
@@ -230,7 +263,8 @@ def test_task_id_reruns_a_finished_task(workspace: Path, fake_claude: FakeAgent)
 
 
 def test_fallback_maintenance_succeeds_without_the_agent_when_checks_pass(
-        workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKER_FALLBACK__TEST", '["true"]')
     report = run(workspace)
     assert report.source == "fallback" and report.outcome.value == "success"
@@ -239,8 +273,9 @@ def test_fallback_maintenance_succeeds_without_the_agent_when_checks_pass(
     assert run(workspace).outcome.value == "idle"  # not due again before the interval
 
 
-def test_fallback_asks_the_agent_to_repair_and_verifies(workspace: Path, fake_claude: FakeAgent,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fallback_asks_the_agent_to_repair_and_verifies(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = workspace / "fixed"
     monkeypatch.setenv("WORKER_FALLBACK__TEST", json.dumps([f"test -e {marker}"]))
     # First "success" is a lie (checks still fail); the second comes after the fix.
@@ -257,6 +292,7 @@ def test_fallback_asks_the_agent_to_repair_and_verifies(workspace: Path, fake_cl
 
     def watcher() -> None:
         import time as _t
+
         while not fake_claude.task_calls:
             _t.sleep(0.05)
         marker.write_text("ok")

@@ -12,8 +12,13 @@ def block(status: str, **fields: str) -> str:
 
 
 def test_all_fields_are_read() -> None:
-    text = "work done\n" + block("wait", REASON="needs a human", WAIT_FOR="approval",
-                                  RESUME_WHEN="user_approval", ESCALATE_TO="opus")
+    text = "work done\n" + block(
+        "wait",
+        REASON="needs a human",
+        WAIT_FOR="approval",
+        RESUME_WHEN="user_approval",
+        ESCALATE_TO="opus",
+    )
     status = parse_status(text)
     assert status.status == "wait"
     assert status.reason == "needs a human"
@@ -42,13 +47,16 @@ def test_unknown_status_is_reported_as_such() -> None:
 
 
 def test_block_without_status_field() -> None:
-    status = parse_status(block("", REASON="forgot") .replace("STATUS: \n", ""))
+    status = parse_status(block("", REASON="forgot").replace("STATUS: \n", ""))
     assert status.status is None
     assert status.reason_code == "STATUS_FIELD_MISSING"
 
 
 def test_markdown_decoration_and_unrelated_fields_are_tolerated() -> None:
-    text = "```\n=== AGENT STATUS ===\n**STATUS:** failure\nNOTE: ignored\nREASON: tests fail\n===================\n```"
+    text = (
+        "```\n=== AGENT STATUS ===\n**STATUS:** failure\nNOTE: ignored\n"
+        "REASON: tests fail\n===================\n```"
+    )
     status = parse_status(text)
     assert status.status == "failure"
     assert status.reason == "tests fail"

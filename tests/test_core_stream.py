@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from worker.models import EventKind
 
 from .conftest import TRANSCRIPTS
 
-needs_fixtures = pytest.mark.skipif(not TRANSCRIPTS.is_dir(),
-                                    reason="../shared/fixtures/transcripts is not present")
+needs_fixtures = pytest.mark.skipif(
+    not TRANSCRIPTS.is_dir(), reason="../shared/fixtures/transcripts is not present"
+)
 
 
 @needs_fixtures
@@ -59,8 +59,9 @@ def test_session_log_with_tool_errors_parses() -> None:
 
 
 @needs_fixtures
-@pytest.mark.parametrize("name", sorted(p.name for p in TRANSCRIPTS.glob("*.json*"))
-                         if TRANSCRIPTS.is_dir() else [])
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in TRANSCRIPTS.glob("*.json*")) if TRANSCRIPTS.is_dir() else []
+)
 def test_every_recorded_transcript_normalises_without_raising(name: str) -> None:
     text = (TRANSCRIPTS / name).read_text()
     lines = text.splitlines() if name.endswith(".jsonl") else [json.dumps(json.loads(text))]
@@ -70,8 +71,18 @@ def test_every_recorded_transcript_normalises_without_raising(name: str) -> None
 
 def test_rejected_rate_limit_marks_the_usage_limit() -> None:
     collector = StreamCollector()
-    collector.feed(json.dumps({"type": "rate_limit_event", "rate_limit_info": {
-        "status": "rejected", "resetsAt": 1800000000, "rateLimitType": "five_hour"}}))
+    collector.feed(
+        json.dumps(
+            {
+                "type": "rate_limit_event",
+                "rate_limit_info": {
+                    "status": "rejected",
+                    "resetsAt": 1800000000,
+                    "rateLimitType": "five_hour",
+                },
+            }
+        )
+    )
     result = collector.result(1)
     assert result.usage_limit_hit and result.rate_limited_until == 1800000000
 
@@ -79,8 +90,17 @@ def test_rejected_rate_limit_marks_the_usage_limit() -> None:
 def test_error_result_never_records_a_session_id() -> None:
     collector = StreamCollector()
     collector.feed(json.dumps({"type": "system", "subtype": "init", "session_id": "abc"}))
-    collector.feed(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                               "result": "API Error: 500", "session_id": "abc"}))
+    collector.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": "API Error: 500",
+                "session_id": "abc",
+            }
+        )
+    )
     result = collector.result(0)
     assert result.is_error and result.session_id is None
 
@@ -88,19 +108,49 @@ def test_error_result_never_records_a_session_id() -> None:
 def test_garbage_and_unknown_events_are_named_not_fatal() -> None:
     assert normalise_line("not json")[0].kind is EventKind.ERROR
     assert normalise_line("[1, 2]")[0].kind is EventKind.ERROR
-    assert normalise_line('{"type": "system", "subtype": "hook_started"}')[0].kind is EventKind.OTHER
+    assert (
+        normalise_line('{"type": "system", "subtype": "hook_started"}')[0].kind is EventKind.OTHER
+    )
     assert normalise_line('{"type": "stream_event", "event": {}}')[0].kind is EventKind.OTHER
     assert normalise_line('{"type": "assistant", "message": "odd"}')[0].kind is EventKind.OTHER
     assert normalise_line("") == []
 
 
 def test_tool_calls_and_results_carry_names_ids_and_errors() -> None:
-    call = normalise_line(json.dumps({"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
-        "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 3}}}))
+    call = normalise_line(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+                    ],
+                    "usage": {
+                        "input_tokens": 10,
+                        "cache_read_input_tokens": 90,
+                        "output_tokens": 3,
+                    },
+                },
+            }
+        )
+    )
     assert call[0].tool == "Bash" and call[0].args == {"command": "ls"}
     assert call[1].kind is EventKind.USAGE and call[1].input_tokens == 100
-    res = normalise_line(json.dumps({"type": "user", "message": {"content": [
-        {"type": "tool_result", "tool_use_id": "t1", "is_error": True,
-         "content": [{"type": "text", "text": "No such file"}]}]}}))
+    res = normalise_line(
+        json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "is_error": True,
+                            "content": [{"type": "text", "text": "No such file"}],
+                        }
+                    ]
+                },
+            }
+        )
+    )
     assert res[0].tool_id == "t1" and res[0].is_error and res[0].error == "No such file"

@@ -15,8 +15,9 @@ from .conftest import FakeAgent, write_message
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout
 
 
 @pytest.fixture
@@ -30,7 +31,8 @@ def repo(workspace: Path) -> Path:
 
 
 def test_work_is_committed_on_the_task_branch_and_the_worktree_removed(
-        repo: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
     # The fake agent "edits" a file: a tool call is only shown; do the edit through `text`
     # by pointing the fake at a script that writes into its cwd.
@@ -51,8 +53,7 @@ def test_work_is_committed_on_the_task_branch_and_the_worktree_removed(
     assert json.dumps(data) and data["branch"] == "worker/msg-wt"
 
 
-def test_use_worktree_outside_git_is_a_usage_error(workspace: Path,
-                                                   fake_claude: FakeAgent) -> None:
+def test_use_worktree_outside_git_is_a_usage_error(workspace: Path, fake_claude: FakeAgent) -> None:
     from worker.errors import UsageError
 
     write_message(workspace, "msg-x")

@@ -55,7 +55,7 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
     )
 
 
-@settings(max_examples=1200, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(snapshots())
 def test_every_generated_snapshot_keeps_the_invariants(snap: Snapshot) -> None:
     decision = decide(snap)  # raises InvariantViolation on a broken invariant

@@ -18,7 +18,13 @@ from typing import Protocol
 from worker.agents.registry import adapter_for, permission_args
 from worker.config import Settings
 from worker.models import (
-    AgentEvent, AgentRequest, AgentResult, IterationRecord, Outcome, StatusBlock, Task,
+    AgentEvent,
+    AgentRequest,
+    AgentResult,
+    IterationRecord,
+    Outcome,
+    StatusBlock,
+    Task,
     TaskResult,
 )
 from worker.modes import Mode, ModeSet
@@ -79,8 +85,9 @@ class LoopContext:
 def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     settings = ctx.settings
     started = time.monotonic()
-    result = TaskResult(task=task, outcome=Outcome.FAILURE, modes=list(start.modes_used),
-                        cost_usd=start.cost_so_far)
+    result = TaskResult(
+        task=task, outcome=Outcome.FAILURE, modes=list(start.modes_used), cost_usd=start.cost_so_far
+    )
     mode = ctx.modes.get(start.mode)
     iteration = start.iteration
     session_id = start.session_id
@@ -108,19 +115,32 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             return finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
         model = ctx.forced_model or mode.model
         limit = mode.iterations_before_escalation
-        prompt = build_prompt(PromptParts(
-            task=task, mode=mode.id, iteration=iteration, max_iterations=limit,
-            previous_output=previous_output, previous_reason=previous.reason,
-            steering=steering, sections=ctx.sections, resume_answer=answer,
-            checks_report=ctx.checks_report,
-        ))
+        prompt = build_prompt(
+            PromptParts(
+                task=task,
+                mode=mode.id,
+                iteration=iteration,
+                max_iterations=limit,
+                previous_output=previous_output,
+                previous_reason=previous.reason,
+                steering=steering,
+                sections=ctx.sections,
+                resume_answer=answer,
+                checks_report=ctx.checks_report,
+            )
+        )
         seq += 1
         request = AgentRequest(
-            prompt=prompt, model=model, cwd=ctx.cwd,
+            prompt=prompt,
+            model=model,
+            cwd=ctx.cwd,
             timeout_s=mode.iteration_timeout_s or settings.iteration_timeout_s,
             log_path=settings.logs / f"run-{ctx.run_id}" / f"iteration-{seq}.jsonl",
-            resume_session=session_id, extra_args=permission_args(mode),
-            max_budget_usd=max(0.01, cost_cap - result.cost_usd) if mode.agent == "claude" else None,
+            resume_session=session_id,
+            extra_args=permission_args(mode),
+            max_budget_usd=max(0.01, cost_cap - result.cost_usd)
+            if mode.agent == "claude"
+            else None,
         )
         label = f"{mode.id} ({model}) iteration {iteration}/{limit}"
         ctx.progress.start(f"{label}: running")
@@ -139,45 +159,85 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
 
         if agent.not_found:
             ctx.progress.stop(f"{label}: agent not found")
-            return finish(Outcome.FAILURE, f"agent executable not found: {agent.stderr_tail}",
-                          "AGENT_NOT_FOUND")
+            return finish(
+                Outcome.FAILURE,
+                f"agent executable not found: {agent.stderr_tail}",
+                "AGENT_NOT_FOUND",
+            )
         if agent.usage_limit_hit:
             ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
-            result.wait_state = _save_usage_wait(ctx, task, mode, model, iteration, agent,
-                                                 session_id, result, start.usage_limit_hits)
+            result.wait_state = _save_usage_wait(
+                ctx, task, mode, model, iteration, agent, session_id, result, start.usage_limit_hits
+            )
             return finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
 
         status = _verify(agent)
         if status.status == "success" and ctx.checks:
-            failing = [c for c in run_checks(ctx.checks, ctx.cwd, settings.fallback.command_timeout_s,
-                                             settings.logs / f"run-{ctx.run_id}") if not c.ok]
+            failing = [
+                c
+                for c in run_checks(
+                    ctx.checks,
+                    ctx.cwd,
+                    settings.fallback.command_timeout_s,
+                    settings.logs / f"run-{ctx.run_id}",
+                )
+                if not c.ok
+            ]
             if failing:
                 ctx.checks_report = failure_report(failing)
-                status = StatusBlock("continue", "the agent said success but checks still fail",
-                                     reason_code="VERIFY_FAILED")
+                status = StatusBlock(
+                    "continue",
+                    "the agent said success but checks still fail",
+                    reason_code="VERIFY_FAILED",
+                )
         record = IterationRecord(
-            mode=mode.id, model=model, iteration=iteration, status=status.status or "continue",
-            reason=status.reason, reason_code=status.reason_code, duration_s=duration,
-            cost_usd=agent.cost_usd, input_tokens=agent.input_tokens,
-            output_tokens=agent.output_tokens, exit_code=agent.exit_code,
+            mode=mode.id,
+            model=model,
+            iteration=iteration,
+            status=status.status or "continue",
+            reason=status.reason,
+            reason_code=status.reason_code,
+            duration_s=duration,
+            cost_usd=agent.cost_usd,
+            input_tokens=agent.input_tokens,
+            output_tokens=agent.output_tokens,
+            exit_code=agent.exit_code,
         )
         result.iterations.append(record)
         ctx.store.add_iteration(
-            ctx.run_id, seq, mode=mode.id, model=model, iteration=iteration,
-            status=record.status, reason=record.reason[:500], reason_code=record.reason_code,
-            duration_s=duration, cost_usd=agent.cost_usd, input_tokens=agent.input_tokens,
-            output_tokens=agent.output_tokens, exit_code=agent.exit_code,
+            ctx.run_id,
+            seq,
+            mode=mode.id,
+            model=model,
+            iteration=iteration,
+            status=record.status,
+            reason=record.reason[:500],
+            reason_code=record.reason_code,
+            duration_s=duration,
+            cost_usd=agent.cost_usd,
+            input_tokens=agent.input_tokens,
+            output_tokens=agent.output_tokens,
+            exit_code=agent.exit_code,
         )
         ctx.progress.stop(
             f"{label}: {record.status} ({duration:.1f}s, {agent.input_tokens + agent.output_tokens}"
             f" tokens, ${agent.cost_usd:.4f})"
         )
         if not isinstance(ctx.supervisor, NullSupervisor):
-            steering = ctx.supervisor.after_iteration(IterationView(
-                task=task, mode=mode.id, model=model, iteration=iteration, max_iterations=limit,
-                escalations=escalations, result=agent, status=status,
-                changed_files=changed_files(ctx.cwd), cost_so_far=result.cost_usd,
-            ))
+            steering = ctx.supervisor.after_iteration(
+                IterationView(
+                    task=task,
+                    mode=mode.id,
+                    model=model,
+                    iteration=iteration,
+                    max_iterations=limit,
+                    escalations=escalations,
+                    result=agent,
+                    status=status,
+                    changed_files=changed_files(ctx.cwd),
+                    cost_so_far=result.cost_usd,
+                )
+            )
             record.steering = steering
         if agent.stopped:
             if agent.stopped.startswith("supervisor"):
@@ -188,13 +248,16 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         previous, previous_output = status, agent.final_text
         state = status.status
         if state == "success":
-            return finish(Outcome.SUCCESS, status.reason or "the agent reported success",
-                          "AGENT_SUCCESS")
+            return finish(
+                Outcome.SUCCESS, status.reason or "the agent reported success", "AGENT_SUCCESS"
+            )
         if state == "wait":
-            result.wait_state = _save_wait(ctx, task, mode, model, iteration, agent, status,
-                                           session_id, result)
-            return finish(Outcome.WAITING, status.reason or f"waiting for {status.wait_for}",
-                          "AGENT_WAIT")
+            result.wait_state = _save_wait(
+                ctx, task, mode, model, iteration, agent, status, session_id, result
+            )
+            return finish(
+                Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
+            )
         escalate_code = None
         if state == "escalate":
             escalate_code = "AGENT_ESCALATE"
@@ -203,11 +266,13 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         elif iteration >= limit:
             escalate_code = "MAX_ITERATIONS"
         if time.monotonic() - started > settings.task_wall_clock_s:
-            return finish(Outcome.FAILURE, "the task's wall-clock cap was reached",
-                          "WALL_CLOCK_CAP")
+            return finish(
+                Outcome.FAILURE, "the task's wall-clock cap was reached", "WALL_CLOCK_CAP"
+            )
         if result.cost_usd >= cost_cap:
-            return finish(Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached",
-                          "COST_CAP")
+            return finish(
+                Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
+            )
         if escalate_code is None:
             iteration += 1
             if state is None or status.reason_code:
@@ -229,8 +294,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         iteration = 1
 
 
-def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float
-         ) -> AgentResult:
+def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float) -> AgentResult:
     adapter = adapter_for(ctx.settings, mode)
     tokens = [0]
 
@@ -247,8 +311,13 @@ def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: fl
 
 def _without_resume(request: AgentRequest) -> AgentRequest:
     return AgentRequest(
-        prompt=request.prompt, model=request.model, cwd=request.cwd, timeout_s=request.timeout_s,
-        log_path=request.log_path, resume_session=None, extra_args=request.extra_args,
+        prompt=request.prompt,
+        model=request.model,
+        cwd=request.cwd,
+        timeout_s=request.timeout_s,
+        log_path=request.log_path,
+        resume_session=None,
+        extra_args=request.extra_args,
         max_budget_usd=request.max_budget_usd,
     )
 
@@ -264,21 +333,50 @@ def _verify(agent: AgentResult) -> StatusBlock:
     return status
 
 
-def _base_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: int,
-               agent: AgentResult, session_id: str | None, result: TaskResult) -> WaitState:
-    return WaitState.model_validate({
-        "taskId": task.id, "timestamp": datetime.now(UTC), "resumeWhen": "user_approval",
-        "context": WaitContext(mode=mode.id, model=model, iteration=iteration,
-                               outputSnippet=agent.final_text[-1000:]),
-        "source": task.source, "sourceRef": _jsonable(task.ref), "taskTitle": task.title,
-        "taskBody": task.body, "sessionId": session_id, "modesUsed": result.modes,
-        "costUsd": result.cost_usd, "approvers": ctx.settings.waits.approvers,
-    })
+def _base_wait(
+    ctx: LoopContext,
+    task: Task,
+    mode: Mode,
+    model: str,
+    iteration: int,
+    agent: AgentResult,
+    session_id: str | None,
+    result: TaskResult,
+) -> WaitState:
+    return WaitState.model_validate(
+        {
+            "taskId": task.id,
+            "timestamp": datetime.now(UTC),
+            "resumeWhen": "user_approval",
+            "context": WaitContext(
+                mode=mode.id,
+                model=model,
+                iteration=iteration,
+                outputSnippet=agent.final_text[-1000:],
+            ),
+            "source": task.source,
+            "sourceRef": _jsonable(task.ref),
+            "taskTitle": task.title,
+            "taskBody": task.body,
+            "sessionId": session_id,
+            "modesUsed": result.modes,
+            "costUsd": result.cost_usd,
+            "approvers": ctx.settings.waits.approvers,
+        }
+    )
 
 
-def _save_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: int,
-               agent: AgentResult, status: StatusBlock, session_id: str | None,
-               result: TaskResult) -> Path:
+def _save_wait(
+    ctx: LoopContext,
+    task: Task,
+    mode: Mode,
+    model: str,
+    iteration: int,
+    agent: AgentResult,
+    status: StatusBlock,
+    session_id: str | None,
+    result: TaskResult,
+) -> Path:
     state = _base_wait(ctx, task, mode, model, iteration, agent, session_id, result)
     state.reason = status.reason
     state.wait_for = status.wait_for or ""
@@ -295,9 +393,17 @@ def _save_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: 
     return save_wait_state(ctx.settings.wait_states, state, ctx.settings.waits.expiry_days)
 
 
-def _save_usage_wait(ctx: LoopContext, task: Task, mode: Mode, model: str, iteration: int,
-                     agent: AgentResult, session_id: str | None, result: TaskResult,
-                     hits: int) -> Path:
+def _save_usage_wait(
+    ctx: LoopContext,
+    task: Task,
+    mode: Mode,
+    model: str,
+    iteration: int,
+    agent: AgentResult,
+    session_id: str | None,
+    result: TaskResult,
+    hits: int,
+) -> Path:
     state = _base_wait(ctx, task, mode, model, iteration, agent, session_id, result)
     margin = ctx.settings.waits.usage_limit_margin_s
     if agent.rate_limited_until:

@@ -27,8 +27,12 @@ log = logging.getLogger(__name__)
 LineHandler = Callable[[str], str | None]
 
 _SECRET_ARG = re.compile(r"(?i)(token|secret|password|api[_-]?key)=\S+")
-_SECRET_SHAPES = re.compile(r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9-]{20,})")
+_SECRET_SHAPES = re.compile(
+    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9-]{20,})"
+)
 _GRACE_S = 3.0
+# On Windows a new process group instead of a new session.
+_CREATE_GROUP = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
 
 
 @dataclass
@@ -82,7 +86,8 @@ def run_process(
             encoding="utf-8",
             errors="replace",
             bufsize=1,
-            **_new_group_kwargs(),
+            start_new_session=sys.platform != "win32",
+            creationflags=_CREATE_GROUP,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return ProcResult(argv, None, "", f"cannot start {argv[0]}: {exc}", 0.0, not_found=True)
@@ -173,18 +178,10 @@ def kill_group(proc: subprocess.Popen[str], *, force: bool = False) -> None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-
-
-def _new_group_kwargs() -> dict[str, object]:
-    if sys.platform == "win32":  # pragma: no cover
-        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    return {"start_new_session": True}
 
 
 def _drain(stream: IO[str] | None, into: list[str]) -> None:

@@ -47,15 +47,22 @@ def build_prompt(parts: PromptParts) -> str:
             _quote(task.body),
         ]
     if parts.checks_report:
-        out += ["", "## Failing checks", "These commands fail; make them pass:",
-                _quote(parts.checks_report)]
+        out += [
+            "",
+            "## Failing checks",
+            "These commands fail; make them pass:",
+            _quote(parts.checks_report),
+        ]
     out += [section for section in parts.sections if section.strip()]
     if parts.resume_answer is not None:
-        out += ["", "## Resumed", "You were waiting; this is the answer you waited for:",
-                _quote(parts.resume_answer or "(the condition is met; no text came with it)")]
+        out += [
+            "",
+            "## Resumed",
+            "You were waiting; this is the answer you waited for:",
+            _quote(parts.resume_answer or "(the condition is met; no text came with it)"),
+        ]
     if parts.previous_output:
-        out += ["", "## Your previous iteration ended with",
-                _quote(parts.previous_output[-3000:])]
+        out += ["", "## Your previous iteration ended with", _quote(parts.previous_output[-3000:])]
         if parts.previous_reason:
             out.append(f"(status reason: {parts.previous_reason})")
     if parts.steering:

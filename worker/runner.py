@@ -17,16 +17,15 @@ from typing import Any
 
 from worker.config import Settings
 from worker.errors import LockHeld, UsageError
-from worker.loop import LoopContext, Progress, StartPoint, run_task
-from worker.models import AgentRequest, Outcome, Task, TaskResult
+from worker.loop import Progress
+from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import Listing, TaskSource
-from worker.sources.fallback import LAST_RUN_KEY, failure_report, maintenance_commands, run_checks
+from worker.sources.fallback import LAST_RUN_KEY
 from worker.sources.registry import build_sources
 from worker.store import Store
 from worker.waits import phase0
-from worker.waits.state import load_wait_state
 
 log = logging.getLogger(__name__)
 

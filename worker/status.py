@@ -27,7 +27,8 @@ STATUS: <continue|escalate|wait|success|failure>
 REASON: <one line: why>
 ESCALATE_TO: <stronger mode, only with escalate>
 WAIT_FOR: <what you wait for, only with wait>
-RESUME_WHEN: <user_approval|roosync_response|github_decision|intercom_message|time:<ISO 8601>, only with wait>
+RESUME_WHEN: <only with wait: user_approval|roosync_response|github_decision|\
+intercom_message|time:<ISO 8601>>
 ===================
 """
 
@@ -52,8 +53,9 @@ def parse_status(text: str) -> StatusBlock:
     raw = fields.get("STATUS", "")
     status = raw.split()[0].lower().strip("<>.,;") if raw else ""
     if not status:
-        return StatusBlock(status=None, reason=fields.get("REASON", ""),
-                           reason_code="STATUS_FIELD_MISSING")
+        return StatusBlock(
+            status=None, reason=fields.get("REASON", ""), reason_code="STATUS_FIELD_MISSING"
+        )
     code = None if status in STATUSES else "UNKNOWN_STATUS"
     return StatusBlock(
         status=status,

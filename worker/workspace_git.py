@@ -15,8 +15,10 @@ log = logging.getLogger(__name__)
 
 # Commits made by worker say so, whatever the machine's git identity is.
 _IDENTITY = {
-    "GIT_AUTHOR_NAME": "worker", "GIT_AUTHOR_EMAIL": "worker@localhost",
-    "GIT_COMMITTER_NAME": "worker", "GIT_COMMITTER_EMAIL": "worker@localhost",
+    "GIT_AUTHOR_NAME": "worker",
+    "GIT_AUTHOR_EMAIL": "worker@localhost",
+    "GIT_COMMITTER_NAME": "worker",
+    "GIT_COMMITTER_EMAIL": "worker@localhost",
 }
 
 

@@ -29,7 +29,8 @@ import uuid
 
 def main() -> int:
     stdin = sys.stdin.read()
-    script = json.load(open(os.environ["FAKE_CLAUDE_SCRIPT"], encoding="utf-8"))
+    with open(os.environ["FAKE_CLAUDE_SCRIPT"], encoding="utf-8") as handle:
+        script = json.load(handle)
     log_path = os.environ.get("FAKE_CLAUDE_LOG")
     calls = 0
     if log_path and os.path.exists(log_path):
@@ -49,7 +50,9 @@ def main() -> int:
         print(f"No conversation found with session ID: {resume}", file=sys.stderr)
         return 1
     if answer.get("child"):
-        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({answer['hang']})"])
+        child = subprocess.Popen(
+            [sys.executable, "-c", f"import time; time.sleep({answer['hang']})"]
+        )
         if log_path:
             with open(log_path + ".children", "a", encoding="utf-8") as handle:
                 handle.write(f"{child.pid}\n")
@@ -64,53 +67,134 @@ def main() -> int:
         return 1
 
     session = resume or str(uuid.uuid4())
-    emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": session,
-          "tools": ["Bash", "Read", "Edit"], "model": model, "permissionMode": "default",
-          "apiKeySource": "none", "claude_code_version": "2.0.28", "uuid": str(uuid.uuid4())})
+    emit(
+        {
+            "type": "system",
+            "subtype": "init",
+            "cwd": os.getcwd(),
+            "session_id": session,
+            "tools": ["Bash", "Read", "Edit"],
+            "model": model,
+            "permissionMode": "default",
+            "apiKeySource": "none",
+            "claude_code_version": "2.0.28",
+            "uuid": str(uuid.uuid4()),
+        }
+    )
     for tool in answer.get("tools", []):
         tool_id = "toolu_" + uuid.uuid4().hex[:20]
-        assistant([{"type": "tool_use", "id": tool_id, "name": tool["name"],
-                    "input": tool.get("input", {})}], session, answer)
-        result = {"type": "tool_result", "tool_use_id": tool_id,
-                  "content": tool.get("error") or tool.get("output", "ok")}
+        assistant(
+            [
+                {
+                    "type": "tool_use",
+                    "id": tool_id,
+                    "name": tool["name"],
+                    "input": tool.get("input", {}),
+                }
+            ],
+            session,
+            answer,
+        )
+        result = {
+            "type": "tool_result",
+            "tool_use_id": tool_id,
+            "content": tool.get("error") or tool.get("output", "ok"),
+        }
         if tool.get("error"):
             result["is_error"] = True
-        emit({"type": "user", "message": {"role": "user", "content": [result]},
-              "session_id": session, "uuid": str(uuid.uuid4())})
+        emit(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": [result]},
+                "session_id": session,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
     text = answer.get("text", "")
     if "status" in answer:
-        block = ["=== AGENT STATUS ===", f"STATUS: {answer['status']}",
-                 f"REASON: {answer.get('reason', '')}"]
-        for key, field in (("escalate_to", "ESCALATE_TO"), ("wait_for", "WAIT_FOR"),
-                           ("resume_when", "RESUME_WHEN")):
+        block = [
+            "=== AGENT STATUS ===",
+            f"STATUS: {answer['status']}",
+            f"REASON: {answer.get('reason', '')}",
+        ]
+        for key, field in (
+            ("escalate_to", "ESCALATE_TO"),
+            ("wait_for", "WAIT_FOR"),
+            ("resume_when", "RESUME_WHEN"),
+        ):
             if key in answer:
                 block.append(f"{field}: {answer[key]}")
         block.append("===================")
         text = (text + "\n\n" if text else "") + "\n".join(block)
     assistant([{"type": "text", "text": text}], session, answer)
     if "rate_limit_rejected" in answer:
-        emit({"type": "rate_limit_event", "rate_limit_info": {
-            "status": "rejected", "resetsAt": answer["rate_limit_rejected"],
-            "rateLimitType": "five_hour"}, "session_id": session})
-        emit({"type": "result", "subtype": "success", "is_error": True, "duration_ms": 5,
-              "num_turns": 1, "result": "Claude AI usage limit reached", "session_id": session,
-              "total_cost_usd": 0.0, "usage": {"input_tokens": 0, "output_tokens": 0}})
+        emit(
+            {
+                "type": "rate_limit_event",
+                "rate_limit_info": {
+                    "status": "rejected",
+                    "resetsAt": answer["rate_limit_rejected"],
+                    "rateLimitType": "five_hour",
+                },
+                "session_id": session,
+            }
+        )
+        emit(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "duration_ms": 5,
+                "num_turns": 1,
+                "result": "Claude AI usage limit reached",
+                "session_id": session,
+                "total_cost_usd": 0.0,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            }
+        )
         return 1
-    emit({"type": "result", "subtype": "success", "is_error": bool(answer.get("is_error")),
-          "duration_ms": 12, "duration_api_ms": 10, "num_turns": 1 + len(answer.get("tools", [])),
-          "result": text, "session_id": session, "total_cost_usd": answer.get("cost", 0.01),
-          "usage": {"input_tokens": 3, "output_tokens": 5}, "permission_denials": [],
-          "uuid": str(uuid.uuid4())})
+    emit(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": bool(answer.get("is_error")),
+            "duration_ms": 12,
+            "duration_api_ms": 10,
+            "num_turns": 1 + len(answer.get("tools", [])),
+            "result": text,
+            "session_id": session,
+            "total_cost_usd": answer.get("cost", 0.01),
+            "usage": {"input_tokens": 3, "output_tokens": 5},
+            "permission_denials": [],
+            "uuid": str(uuid.uuid4()),
+        }
+    )
     return int(answer.get("exit", 0))
 
 
 def assistant(content, session, answer):
-    emit({"type": "assistant", "message": {
-        "model": "claude-sonnet-4-5-20250929", "id": "msg_" + uuid.uuid4().hex[:20],
-        "type": "message", "role": "assistant", "content": content, "stop_reason": None,
-        "usage": {"input_tokens": 3, "cache_creation_input_tokens": answer.get("usage", 1000),
-                  "cache_read_input_tokens": 0, "output_tokens": 5}},
-        "parent_tool_use_id": None, "session_id": session, "uuid": str(uuid.uuid4())})
+    emit(
+        {
+            "type": "assistant",
+            "message": {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": "msg_" + uuid.uuid4().hex[:20],
+                "type": "message",
+                "role": "assistant",
+                "content": content,
+                "stop_reason": None,
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": answer.get("usage", 1000),
+                    "cache_read_input_tokens": 0,
+                    "output_tokens": 5,
+                },
+            },
+            "parent_tool_use_id": None,
+            "session_id": session,
+            "uuid": str(uuid.uuid4()),
+        }
+    )
 
 
 def emit(obj):

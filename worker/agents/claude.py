@@ -18,8 +18,13 @@ class ClaudeAdapter:
     def command(self, request: AgentRequest) -> list[str]:
         # The prompt goes on stdin: a very large -p argument can stall (../shared/REFERENCE.md).
         argv = [
-            self.executable, "-p", "--output-format", "stream-json", "--verbose",
-            "--model", request.model,
+            self.executable,
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            request.model,
         ]
         if request.resume_session:
             # Never --continue: it picks "the latest" session and can hijack another one.
@@ -32,8 +37,12 @@ class ClaudeAdapter:
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
         collector = StreamCollector(on_event)
         proc = run_process(
-            self.command(request), cwd=request.cwd, timeout_s=request.timeout_s,
-            stdin_text=request.prompt, log_path=request.log_path, on_line=collector.feed,
+            self.command(request),
+            cwd=request.cwd,
+            timeout_s=request.timeout_s,
+            stdin_text=request.prompt,
+            log_path=request.log_path,
+            on_line=collector.feed,
             cap_bytes=self.cap_bytes,
         )
         result = collector.result(proc.exit_code)
@@ -43,8 +52,10 @@ class ClaudeAdapter:
         result.stderr_tail = proc.stderr_tail
         result.not_found = proc.not_found
         tail = f"{proc.stderr_tail}\n{result.final_text if result.is_error else ''}"
-        if not result.usage_limit_hit and proc.exit_code not in (0, None) and USAGE_LIMIT_TEXT.search(
-            tail + _plain_text(proc.stdout)
+        if (
+            not result.usage_limit_hit
+            and proc.exit_code not in (0, None)
+            and USAGE_LIMIT_TEXT.search(tail + _plain_text(proc.stdout))
         ):
             result.usage_limit_hit = True
         if request.resume_session and SESSION_MISSING_TEXT.search(tail + _plain_text(proc.stdout)):

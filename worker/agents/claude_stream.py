@@ -28,7 +28,10 @@ def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
     except json.JSONDecodeError as exc:
         return [
             AgentEvent(
-                EventKind.ERROR, index, text=line[:500], error=f"not JSON: {exc.msg}",
+                EventKind.ERROR,
+                index,
+                text=line[:500],
+                error=f"not JSON: {exc.msg}",
                 raw_type="invalid",
             )
         ]
@@ -43,12 +46,16 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
         if obj.get("subtype") == "init":
             return [
                 AgentEvent(
-                    EventKind.SESSION, index, session_id=_str(obj.get("session_id")),
-                    model=_str(obj.get("model")), raw_type="system/init",
+                    EventKind.SESSION,
+                    index,
+                    session_id=_str(obj.get("session_id")),
+                    model=_str(obj.get("model")),
+                    raw_type="system/init",
                 )
             ]
-        return [AgentEvent(EventKind.OTHER, index, subtype=_str(obj.get("subtype")),
-                           raw_type="system")]
+        return [
+            AgentEvent(EventKind.OTHER, index, subtype=_str(obj.get("subtype")), raw_type="system")
+        ]
     if kind in ("assistant", "user"):
         return _message_events(obj, index, kind)
     if kind == "rate_limit_event":
@@ -58,23 +65,31 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
         resets = info.get("resetsAt")
         return [
             AgentEvent(
-                EventKind.RATE_LIMIT, index, status=_str(info.get("status")),
+                EventKind.RATE_LIMIT,
+                index,
+                status=_str(info.get("status")),
                 resets_at=float(resets) if isinstance(resets, int | float) else None,
-                subtype=_str(info.get("rateLimitType")), raw_type=kind,
+                subtype=_str(info.get("rateLimitType")),
+                raw_type=kind,
             )
         ]
     if kind == "result":
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+        raw_usage = obj.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         cost = obj.get("total_cost_usd")
         turns = obj.get("num_turns")
         return [
             AgentEvent(
-                EventKind.RESULT, index, session_id=_str(obj.get("session_id")),
-                text=_str(obj.get("result")) or "", is_error=bool(obj.get("is_error")),
+                EventKind.RESULT,
+                index,
+                session_id=_str(obj.get("session_id")),
+                text=_str(obj.get("result")) or "",
+                is_error=bool(obj.get("is_error")),
                 subtype=_str(obj.get("subtype")),
                 cost_usd=float(cost) if isinstance(cost, int | float) else None,
                 num_turns=turns if isinstance(turns, int) else None,
-                input_tokens=_context_tokens(usage), output_tokens=_int(usage.get("output_tokens")),
+                input_tokens=_context_tokens(usage),
+                output_tokens=_int(usage.get("output_tokens")),
                 raw_type=kind,
             )
         ]
@@ -103,14 +118,18 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
             continue
         btype = block.get("type")
         if btype == "text" and role == "assistant":
-            events.append(AgentEvent(EventKind.TEXT, index, text=str(block.get("text", "")),
-                                     raw_type=role))
+            events.append(
+                AgentEvent(EventKind.TEXT, index, text=str(block.get("text", "")), raw_type=role)
+            )
         elif btype == "tool_use":
             args = block.get("input")
             events.append(
                 AgentEvent(
-                    EventKind.TOOL_CALL, index, tool=_str(block.get("name")),
-                    tool_id=_str(block.get("id")), args=args if isinstance(args, dict) else {},
+                    EventKind.TOOL_CALL,
+                    index,
+                    tool=_str(block.get("name")),
+                    tool_id=_str(block.get("id")),
+                    args=args if isinstance(args, dict) else {},
                     raw_type=role,
                 )
             )
@@ -119,8 +138,12 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
             text = _content_text(block.get("content"))
             events.append(
                 AgentEvent(
-                    EventKind.TOOL_RESULT, index, tool_id=_str(block.get("tool_use_id")),
-                    is_error=is_error, text=text[:2000], error=text[:500] if is_error else None,
+                    EventKind.TOOL_RESULT,
+                    index,
+                    tool_id=_str(block.get("tool_use_id")),
+                    is_error=is_error,
+                    text=text[:2000],
+                    error=text[:500] if is_error else None,
                     raw_type=role,
                 )
             )
@@ -128,8 +151,11 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
     if role == "assistant" and isinstance(usage, dict):
         events.append(
             AgentEvent(
-                EventKind.USAGE, index, model=_str(message.get("model")),
-                input_tokens=_context_tokens(usage), output_tokens=_int(usage.get("output_tokens")),
+                EventKind.USAGE,
+                index,
+                model=_str(message.get("model")),
+                input_tokens=_context_tokens(usage),
+                output_tokens=_int(usage.get("output_tokens")),
                 raw_type=role,
             )
         )
@@ -148,9 +174,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
 
 

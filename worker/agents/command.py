@@ -48,12 +48,22 @@ class CommandAdapter:
                 return on_event(event) if on_event is not None else None
 
             proc = run_process(
-                self.command(request, prompt_file), cwd=request.cwd,
-                timeout_s=request.timeout_s, stdin_text=None if uses_file else request.prompt,
-                log_path=request.log_path, on_line=feed, cap_bytes=self.cap_bytes,
+                self.command(request, prompt_file),
+                cwd=request.cwd,
+                timeout_s=request.timeout_s,
+                stdin_text=None if uses_file else request.prompt,
+                log_path=request.log_path,
+                on_line=feed,
+                cap_bytes=self.cap_bytes,
             )
         return AgentResult(
-            exit_code=proc.exit_code, final_text=proc.stdout, events=events,
-            is_error=proc.exit_code != 0, timed_out=proc.timed_out, stopped=proc.stopped,
-            stderr_tail=proc.stderr_tail, truncated=proc.truncated, not_found=proc.not_found,
+            exit_code=proc.exit_code,
+            final_text=proc.stdout,
+            events=events,
+            is_error=proc.exit_code != 0,
+            timed_out=proc.timed_out,
+            stopped=proc.stopped,
+            stderr_tail=proc.stderr_tail,
+            truncated=proc.truncated,
+            not_found=proc.not_found,
         )

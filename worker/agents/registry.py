@@ -22,7 +22,9 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
         factory = _ADAPTERS[mode.agent]
     except KeyError:
         known = ", ".join(_ADAPTERS)
-        raise ConfigError(f"mode {mode.id!r}: unknown agent {mode.agent!r} (known: {known})") from None
+        raise ConfigError(
+            f"mode {mode.id!r}: unknown agent {mode.agent!r} (known: {known})"
+        ) from None
     return factory(settings, mode)
 
 

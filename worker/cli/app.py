@@ -9,8 +9,20 @@ import typer
 
 from worker import __version__
 from worker.cli import (
-    cancel, directives, fleet, inspect, intercom, log, modes, run, schedule, serve, status,
-    supervise, waits, why,
+    cancel,
+    directives,
+    fleet,
+    inspect,
+    intercom,
+    log,
+    modes,
+    run,
+    schedule,
+    serve,
+    status,
+    supervise,
+    waits,
+    why,
 )
 from worker.errors import ExitCode, WorkerError
 
@@ -24,8 +36,20 @@ app = typer.Typer(
 )
 
 for module in (
-    run, modes, log, waits, intercom, status, inspect, fleet, why, cancel, directives, serve,
-    supervise, schedule,
+    run,
+    modes,
+    log,
+    waits,
+    intercom,
+    status,
+    inspect,
+    fleet,
+    why,
+    cancel,
+    directives,
+    serve,
+    supervise,
+    schedule,
 ):
     module.register(app)
 

@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 WorkspaceOpt = Annotated[
     Path,
     typer.Option(
-        "--workspace", "-w", envvar="WORKER_WORKSPACE", file_okay=False,
+        "--workspace",
+        "-w",
+        envvar="WORKER_WORKSPACE",
+        file_okay=False,
         help="The workspace folder (default: the current folder).",
     ),
 ]

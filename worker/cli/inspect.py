@@ -39,10 +39,13 @@ def _render(data: dict[str, Any]) -> None:
         ui.line("no anomalies")
     for item in data["findings"]:
         held = " (held back by the cooldown)" if item["suppressed"] else ""
-        grew = f", grew to {item['peak']}" if item["peak"] != item["count"] else ""
+        grew = ""
+        if item["peak"] != item["count"]:
+            grew = f", grew to {_count(item['kind'], item['peak'])}"
         ui.line(
             f"event {item['start_event']} (line {item['start_line']}): {item['kind']} "
-            f"{item['level']} ×{item['count']}{grew}, seen at event {item['detected_event']}{held}"
+            f"{item['level']} {_count(item['kind'], item['count'])}{grew}, "
+            f"seen at event {item['detected_event']}{held}"
         )
         ui.line(f"  {item['steering']}")
     stop = data["stop"]
@@ -50,6 +53,16 @@ def _render(data: dict[str, Any]) -> None:
         ui.line(
             f"would stop the agent at event {stop['event']} (line {stop['line']}): {stop['reason']}"
         )
+
+
+def _count(kind: str, count: int) -> str:
+    if kind == "context":
+        return f"{count}% full"
+    if kind in ("cascade", "permission", "infrastructure"):
+        return f"{count} tools"
+    if kind == "pace":
+        return f"after {count} anomalies"
+    return f"×{count}"
 
 
 def register(app: typer.Typer) -> None:

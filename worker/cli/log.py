@@ -33,17 +33,26 @@ def log_command(
     rows = []
     for run in runs:
         decision = by_run.get(run["id"], {})
-        rows.append({
-            "run": run["id"], "started": _when(run["started_at"]), "task": run["task_id"],
-            "source": run["source"], "outcome": run["outcome"] or "running",
-            "modes": run["modes"], "iterations": run["iterations"],
-            "cost": run["cost_usd"], "reasons": decision.get("reason_codes"),
-        })
+        rows.append(
+            {
+                "run": run["id"],
+                "started": _when(run["started_at"]),
+                "task": run["task_id"],
+                "source": run["source"],
+                "outcome": run["outcome"] or "running",
+                "modes": run["modes"],
+                "iterations": run["iterations"],
+                "cost": run["cost_usd"],
+                "reasons": decision.get("reason_codes"),
+            }
+        )
     if not rows:
         ui.line("no runs yet")
         return
-    ui.table(rows, ["run", "started", "task", "source", "outcome", "modes", "iterations", "cost",
-                    "reasons"])
+    ui.table(
+        rows,
+        ["run", "started", "task", "source", "outcome", "modes", "iterations", "cost", "reasons"],
+    )
 
 
 def _when(ts: float) -> str:

@@ -28,25 +28,32 @@ def list_modes(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) ->
     modes = _load(workspace, None)
     rows = [
         {
-            "id": mode.id, "model": mode.model, "agent": mode.agent,
+            "id": mode.id,
+            "model": mode.model,
+            "agent": mode.agent,
             "max_iterations": mode.max_iterations,
             "escalates_to": mode.escalation.trigger_mode if mode.escalation else None,
-            "chain": " -> ".join(modes.chain(mode.id)), "default": mode.default,
+            "chain": " -> ".join(modes.chain(mode.id)),
+            "default": mode.default,
         }
         for mode in modes.modes.values()
     ]
     if as_json:
         ui.print_json({"source": modes.source, "modes": rows})
         return
-    ui.table(rows, ["id", "model", "agent", "max_iterations", "escalates_to", "chain"],
-             title=f"modes from {modes.source}")
+    ui.table(
+        rows,
+        ["id", "model", "agent", "max_iterations", "escalates_to", "chain"],
+        title=f"modes from {modes.source}",
+    )
 
 
 @app.command("validate")
 def validate(
     workspace: WorkspaceOpt = Path("."),
-    file: Annotated[Path | None, typer.Argument(help="A modes file (default: the "
-                                                "workspace's).")] = None,
+    file: Annotated[
+        Path | None, typer.Argument(help="A modes file (default: the workspace's).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a modes file: schema, known trigger modes, no escalation cycles (exit 78 if not)."""

@@ -13,18 +13,33 @@ from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 def run(
     workspace: WorkspaceOpt = Path("."),
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the decision and the agent "
-                                          "command line; change nothing.")] = False,
-    task_id: Annotated[str | None, typer.Option("--task-id", help="Run this task (again), "
-                                                "e.g. msg-123 or owner/name#12.")] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Show the decision and the agent command line; change nothing."
+        ),
+    ] = False,
+    task_id: Annotated[
+        str | None,
+        typer.Option("--task-id", help="Run this task (again), e.g. msg-123 or owner/name#12."),
+    ] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="Force the starting mode.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Force the model of every "
-                                              "mode.")] = None,
-    use_worktree: Annotated[bool, typer.Option("--use-worktree", help="Work in a git worktree "
-                                               "on branch worker/<task-id>.")] = False,
-    open_pr: Annotated[bool, typer.Option("--open-pr", help="On success with --use-worktree, "
-                                          "push the branch and open a pull request (GitHub "
-                                          "tasks).")] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Force the model of every mode.")
+    ] = None,
+    use_worktree: Annotated[
+        bool,
+        typer.Option("--use-worktree", help="Work in a git worktree on branch worker/<task-id>."),
+    ] = False,
+    open_pr: Annotated[
+        bool,
+        typer.Option(
+            "--open-pr",
+            help="On success with --use-worktree, "
+            "push the branch and open a pull request (GitHub "
+            "tasks).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a ready wait state, or take the next task, drive the agent, report."""
@@ -32,10 +47,18 @@ def run(
 
     settings = settings_for(workspace)
     progress = None if as_json else ui.IterationProgress()
-    report = run_once(settings, RunOptions(
-        dry_run=dry_run, task_id=task_id, mode=mode, model=model, use_worktree=use_worktree,
-        open_pr=open_pr or None, progress=progress,
-    ))
+    report = run_once(
+        settings,
+        RunOptions(
+            dry_run=dry_run,
+            task_id=task_id,
+            mode=mode,
+            model=model,
+            use_worktree=use_worktree,
+            open_pr=open_pr or None,
+            progress=progress,
+        ),
+    )
     ui.emit(report.to_json(), as_json, _render)
     raise typer.Exit(report.exit_code)
 

@@ -53,14 +53,14 @@ def maintenance_commands(settings: Settings) -> list[str]:
     return []
 
 
-def run_checks(commands: list[str], cwd: Path, timeout_s: float, log_dir: Path | None
-               ) -> list[CheckResult]:
+def run_checks(
+    commands: list[str], cwd: Path, timeout_s: float, log_dir: Path | None
+) -> list[CheckResult]:
     results = []
     for number, command in enumerate(commands, start=1):
         argv = ["cmd", "/c", command] if sys.platform == "win32" else ["sh", "-c", command]
         log_path = log_dir / f"check-{number}.log" if log_dir else None
-        proc = run_process(argv, cwd=cwd, timeout_s=timeout_s, log_path=log_path,
-                           cap_bytes=200_000)
+        proc = run_process(argv, cwd=cwd, timeout_s=timeout_s, log_path=log_path, cap_bytes=200_000)
         tail = (proc.stdout[-3000:] + "\n" + proc.stderr_tail[-2000:]).strip()
         results.append(CheckResult(command, proc.exit_code, tail, proc.timed_out))
     return results
@@ -89,8 +89,12 @@ class FallbackSource:
         day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
         commands = maintenance_commands(self.settings)
         return Task(
-            id=f"maintenance-{day}", source=self.name, title="Daily maintenance: build and tests",
-            body="", mode=self.settings.fallback.mode, priority=9,
+            id=f"maintenance-{day}",
+            source=self.name,
+            title="Daily maintenance: build and tests",
+            body="",
+            mode=self.settings.fallback.mode,
+            priority=9,
             ref={"commands": commands},
         )
 
@@ -103,8 +107,13 @@ class FallbackSource:
         task = self.task(now)
         assert task is not None
         if not task.ref["commands"]:
-            listing.skipped.append(Skipped(task.id, "NO_MAINTENANCE_COMMANDS",
-                                           "no build or test command configured or detected"))
+            listing.skipped.append(
+                Skipped(
+                    task.id,
+                    "NO_MAINTENANCE_COMMANDS",
+                    "no build or test command configured or detected",
+                )
+            )
             return listing
         interval = self.settings.fallback.interval_hours * 3600
         if self.last_run is not None and now - self.last_run < interval:
@@ -122,8 +131,9 @@ class FallbackSource:
         # Mark the day's maintenance as taken at once: a failing build is not retried in a
         # tight loop by every run; the next attempt comes after the interval.
         self.store.put(LAST_RUN_KEY, str(time.time()))
-        return self.store.claim(task.id, self.name, self.settings.machine_id, 0,
-                                self.settings.lease_seconds)
+        return self.store.claim(
+            task.id, self.name, self.settings.machine_id, 0, self.settings.lease_seconds
+        )
 
     def renew(self, task: Task) -> None:
         if self.store is not None:

@@ -8,6 +8,8 @@ unknown keys are kept. A message that cannot be read is moved to `rejected/` wit
 
 from __future__ import annotations
 
+import contextlib
+import builtins
 import json
 import logging
 import os
@@ -79,7 +81,7 @@ class InboxSource:
         listing = Listing(self.name)
         if not self.root.is_dir():
             return listing
-        found: list[tuple[Message, Path]] = []
+        found: builtins.list[tuple[Message, Path]] = []
         for path in self._message_files():
             message = self._read(path, listing)
             if message is None:
@@ -97,11 +99,13 @@ class InboxSource:
         listing.tasks = [self._task(message, path) for message, path in found]
         return listing
 
-    def _message_files(self) -> list[Path]:
+    def _message_files(self) -> builtins.list[Path]:
         with os.scandir(self.root) as entries:
             return sorted(
-                Path(entry.path) for entry in entries
-                if entry.name.endswith(".json") and not entry.name.startswith(".")
+                Path(entry.path)
+                for entry in entries
+                if entry.name.endswith(".json")
+                and not entry.name.startswith(".")
                 and entry.is_file()
             )
 
@@ -136,8 +140,13 @@ class InboxSource:
 
     def _task(self, message: Message, path: Path) -> Task:
         return Task(
-            id=message.id, source=self.name, title=message.subject or message.id,
-            body=message.body, mode=message.mode, sender=message.sender, priority=message.rank,
+            id=message.id,
+            source=self.name,
+            title=message.subject or message.id,
+            body=message.body,
+            mode=message.mode,
+            sender=message.sender,
+            priority=message.rank,
             created_at=message.created_at,
             ref={"file": path.name, "thread_id": message.thread_id or message.id},
         )
@@ -152,7 +161,7 @@ class InboxSource:
         return None
 
     # -- claims -----------------------------------------------------------------------------
-    def recover_expired(self) -> list[str]:
+    def recover_expired(self) -> builtins.list[str]:
         """Move messages whose claim lease expired back into the inbox; return their ids."""
         if self.store is None or not self.claimed.is_dir():
             return []
@@ -161,10 +170,8 @@ class InboxSource:
             if claim["source"] != self.name:
                 continue
             name = json.loads(claim["detail"]).get("file", f"{claim['task_id']}.json")
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.replace(self.claimed / name, self.root / name)
-            except FileNotFoundError:
-                pass
             self.store.release_claim(claim["task_id"], "expired")
             recovered.append(claim["task_id"])
             log.warning("inbox: lease of %s expired; it is available again", claim["task_id"])
@@ -177,8 +184,15 @@ class InboxSource:
         if not source.exists() and (self.done / name).exists():
             os.replace(self.done / name, source)  # `--task-id` reruns a finished message
         self.claimed.mkdir(parents=True, exist_ok=True)
-        if not self.store.claim(task.id, self.name, self.settings.machine_id, os.getpid(),
-                                self.settings.lease_seconds, file=name, run_id=run_id):
+        if not self.store.claim(
+            task.id,
+            self.name,
+            self.settings.machine_id,
+            os.getpid(),
+            self.settings.lease_seconds,
+            file=name,
+            run_id=run_id,
+        ):
             return False
         try:
             # The rename is the atomic step: of two runs, exactly one moves the file.

@@ -10,8 +10,12 @@ from worker.store import Store
 
 
 def build_sources(
-    settings: Settings, store: Store | None, *, dry_run: bool = False,
-    fallback_last_run: float | None = None, open_pr: bool | None = None,
+    settings: Settings,
+    store: Store | None,
+    *,
+    dry_run: bool = False,
+    fallback_last_run: float | None = None,
+    open_pr: bool | None = None,
 ) -> list[TaskSource]:
     sources: list[TaskSource] = [InboxSource(settings, store, dry_run=dry_run)]
     if settings.github.repos:

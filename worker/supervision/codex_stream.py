@@ -57,7 +57,7 @@ def _codex_item(item: dict[str, Any], index: int) -> list[AgentEvent]:
         code = item.get("exit_code")
         failed = item.get("status") == "failed" or (isinstance(code, int) and code != 0)
         output = as_str(item.get("aggregated_output")) or ""
-        error = f"exit code {code}: {output[-400:]}" if failed else None
+        error = f"Exit code {code}\n{output[-400:]}" if failed else None
     elif itype == "file_change":
         tool, args = "file_change", {"changes": item.get("changes")}
         failed, output, error = item.get("status") == "failed", "", None

@@ -18,6 +18,7 @@ from worker.supervision.signals import (
     TOOL,
     canonical_args,
     distinct_failing,
+    error_head,
     error_signature,
     failure_class,
     message_signature,
@@ -175,7 +176,7 @@ class StreamDetectors:
                     {
                         "tool": tool,
                         "args": short(args, 120),
-                        "error": short(error, 120),
+                        "error": short(error_head(error), 120).rstrip("."),
                         "class": cls,
                     },
                 )

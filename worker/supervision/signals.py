@@ -20,6 +20,8 @@ _VOLATILE_VALUE = re.compile(
     r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
 )
 _DIGITS = re.compile(r"\d+")
+_TAG = re.compile(r"</?tool_use_error>")
+_EXIT_LINE = re.compile(r"(?i)^\s*exit code:? -?\d+\s*$")
 _SPACE = re.compile(r"\s+")
 
 # How Claude Code, Codex and Gemini CLI word a refused tool (denied by the user or by the
@@ -73,14 +75,27 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     )
 
 
-def error_signature(text: str | None) -> str:
-    """What makes two errors "the same": first 300 characters, numbers and ids blurred.
+def error_head(text: str | None) -> str:
+    """The line that names an error: the first one, tags such as <tool_use_error> removed.
 
-    Line numbers, counts, durations and ids change between two runs of the same failure.
+    Later lines quote the arguments, which change between attempts at the same failing
+    thing. Claude Code's Bash errors open with a bare "Exit code N", so there the last line
+    (where the error usually is) is kept too.
     """
     if not text:
         return ""
-    head = _VOLATILE_VALUE.sub("<id>", text[:300])
+    lines = [line for line in _TAG.sub("", text[:2000]).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    head = lines[0].strip()
+    if _EXIT_LINE.match(head) and len(lines) > 1:
+        head = f"{head}: {lines[-1].strip()}"
+    return head[:300]
+
+
+def error_signature(text: str | None) -> str:
+    """What makes two errors "the same": their heads, with numbers and ids blurred."""
+    head = _VOLATILE_VALUE.sub("<id>", error_head(text))
     return _SPACE.sub(" ", _DIGITS.sub("#", head)).strip()
 
 
