@@ -306,3 +306,25 @@ def test_fallback_asks_the_agent_to_repair_and_verifies(
     assert report.source == "fallback"
     assert "Failing checks" in fake_claude.task_calls[0]["stdin"]
     assert report.outcome.value == "success"
+
+
+def test_command_agent_with_prompt_in_a_file(workspace: Path, tmp_path: Path) -> None:
+    """Any executable can be the agent: the prompt in a file, plain text out."""
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        "#!/bin/sh\n"
+        'grep -q "Please do the thing" "$1" || exit 9\n'
+        'echo "model=$2"\n'
+        "printf '=== AGENT STATUS ===\\nSTATUS: success\\nREASON: via file\\n"
+        "===================\\n'\n"
+    )
+    agent.chmod(0o755)
+    (workspace / "modes").mkdir()
+    (workspace / "modes" / "modes.json").write_text(json.dumps({"modes": [{
+        "id": "plain", "model": "local-model", "maxIterations": 2, "agent": "command",
+        "command": [str(agent), "{prompt_file}", "{model}"], "default": True}]}))
+    write_message(workspace, "msg-cmd")
+    report = run(workspace)
+    assert report.outcome.value == "success" and report.reason == "via file"
+    log = next((workspace / ".worker" / "logs").rglob("iteration-1.jsonl")).read_text()
+    assert "model=local-model" in log
