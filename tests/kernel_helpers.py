@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from worker.kernel.model import (
-    ControlOrder, Order, ReadyWait, ReplySignal, Snapshot, StaleItem, WaitingFlow,
+    ControlOrder,
+    Order,
+    ReadyWait,
+    ReplySignal,
+    Snapshot,
+    StaleItem,
+    WaitingFlow,
 )
 from worker.models import Task
 from worker.sources.base import Listing
@@ -29,18 +35,27 @@ def waiting(task_id: str, brief: str = "", last: float | None = NOW - 50) -> Wai
     return WaitingFlow(task(task_id), brief, last, Path(f"/w/{task_id}.json"))
 
 
-def order(task_id: str, what: Order = Order.CANCEL, *, trusted: bool = True,
-          at: float = NOW - 10, origin: str = "cli", oid: str | None = None) -> ControlOrder:
-    return ControlOrder(oid or f"o-{what.value}-{task_id}", what, task_id, origin,
-                        "because", "alice", at, trusted)
+def order(
+    task_id: str,
+    what: Order = Order.CANCEL,
+    *,
+    trusted: bool = True,
+    at: float = NOW - 10,
+    origin: str = "cli",
+    oid: str | None = None,
+) -> ControlOrder:
+    return ControlOrder(
+        oid or f"o-{what.value}-{task_id}", what, task_id, origin, "because", "alice", at, trusted
+    )
 
 
 def stale(item_id: str, kind: str = "claim", work: bool = False) -> StaleItem:
     return StaleItem(kind, item_id, "LEASE_EXPIRED" if kind == "claim" else "CLAIM_GONE", work)
 
 
-def reply(task_id: str, signal: str, confidence: float, acts: bool, trusted: bool = True
-          ) -> ReplySignal:
+def reply(
+    task_id: str, signal: str, confidence: float, acts: bool, trusted: bool = True
+) -> ReplySignal:
     return ReplySignal(f"r-{task_id}-{signal}", task_id, signal, confidence, acts, "bob", trusted)
 
 

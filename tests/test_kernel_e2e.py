@@ -54,7 +54,9 @@ def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: Fake
     write_message(workspace, "msg-long")
     run = subprocess.Popen(
         [sys.executable, "-m", "worker", "run", "--json", "--workspace", str(workspace)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         _wait_for(lambda: bool(fake_claude.calls), "the agent to start")

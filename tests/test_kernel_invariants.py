@@ -26,32 +26,51 @@ SOURCES = st.sampled_from(["inbox", "github", "fallback", "other"])
 def snapshots(draw: st.DrawFn) -> Snapshot:
     listings = tuple(
         Listing(source, [task(i, source) for i in draw(st.lists(IDS, max_size=3, unique=True))])
-        for source in draw(st.lists(SOURCES, max_size=4, unique=True)))
+        for source in draw(st.lists(SOURCES, max_size=4, unique=True))
+    )
     controls = tuple(
-        order(draw(st.one_of(IDS, st.just("*"), st.just("zz"))), draw(st.sampled_from(Order)),
-              trusted=draw(st.booleans()), at=NOW - draw(st.sampled_from([5, 3600, 200_000])),
-              oid=f"o{n}", origin=draw(st.sampled_from(["cli", "inbox"])))
-        for n in range(draw(st.integers(0, 3))))
+        order(
+            draw(st.one_of(IDS, st.just("*"), st.just("zz"))),
+            draw(st.sampled_from(Order)),
+            trusted=draw(st.booleans()),
+            at=NOW - draw(st.sampled_from([5, 3600, 200_000])),
+            oid=f"o{n}",
+            origin=draw(st.sampled_from(["cli", "inbox"])),
+        )
+        for n in range(draw(st.integers(0, 3)))
+    )
     signals = tuple(
-        reply(draw(IDS), draw(st.sampled_from(list(Signal))), c, c >= 0.6,
-              trusted=draw(st.booleans()))
-        for c in draw(st.lists(st.sampled_from([0.3, 0.55, 0.62, 0.7, 0.9]), max_size=2)))
+        reply(
+            draw(IDS), draw(st.sampled_from(list(Signal))), c, c >= 0.6, trusted=draw(st.booleans())
+        )
+        for c in draw(st.lists(st.sampled_from([0.3, 0.55, 0.62, 0.7, 0.9]), max_size=2))
+    )
     return Snapshot(
         listings=listings,
-        ready_waits=tuple(ready(i, NOW - n) for n, i in enumerate(
-            draw(st.lists(IDS, max_size=3, unique=True)))),
-        waiting=tuple(waiting(i, draw(st.sampled_from(["", "brief"])),
-                              draw(st.sampled_from([None, NOW - 7])))
-                      for i in draw(st.lists(IDS, max_size=2, unique=True))),
+        ready_waits=tuple(
+            ready(i, NOW - n) for n, i in enumerate(draw(st.lists(IDS, max_size=3, unique=True)))
+        ),
+        waiting=tuple(
+            waiting(i, draw(st.sampled_from(["", "brief"])), draw(st.sampled_from([None, NOW - 7])))
+            for i in draw(st.lists(IDS, max_size=2, unique=True))
+        ),
         pending_waits=draw(st.integers(0, 2)),
         forced=draw(st.one_of(st.none(), IDS.map(task))),
         running=draw(st.one_of(st.none(), IDS.map(task))),
         excluded=frozenset(draw(st.lists(IDS, max_size=2))),
         paused=frozenset(draw(st.lists(st.one_of(IDS, st.just("*")), max_size=2))),
         controls=controls,
-        stale=tuple(stale(i, kind, work) for i, kind, work in draw(st.lists(
-            st.tuples(IDS, st.sampled_from(["claim", "worktree"]), st.booleans()), max_size=2))),
-        signals=signals, now=NOW,
+        stale=tuple(
+            stale(i, kind, work)
+            for i, kind, work in draw(
+                st.lists(
+                    st.tuples(IDS, st.sampled_from(["claim", "worktree"]), st.booleans()),
+                    max_size=2,
+                )
+            )
+        ),
+        signals=signals,
+        now=NOW,
     )
 
 
@@ -81,8 +100,9 @@ def test_every_generated_snapshot_keeps_the_invariants(snap: Snapshot) -> None:
 
 @st.composite
 def events(draw: st.DrawFn) -> list[tuple[str, str]]:
-    kinds = st.sampled_from(["arrive", "arrive", "cancel", "pause", "resume", "finish",
-                             "stop_reply"])
+    kinds = st.sampled_from(
+        ["arrive", "arrive", "cancel", "pause", "resume", "finish", "stop_reply"]
+    )
     return draw(st.lists(st.tuples(kinds, IDS), min_size=1, max_size=10))
 
 
@@ -110,8 +130,13 @@ def test_sequences_of_events(sequence: list[tuple[str, str]]) -> None:
             running = None
         snap = Snapshot(
             listings=(Listing("inbox", [task(i) for i in queued]),),
-            waiting=tuple(waiting(w) for w in waits), running=task(running) if running else None,
-            paused=frozenset(paused), controls=controls, signals=signals, now=NOW + step)
+            waiting=tuple(waiting(w) for w in waits),
+            running=task(running) if running else None,
+            paused=frozenset(paused),
+            controls=controls,
+            signals=signals,
+            now=NOW + step,
+        )
         decision = decide(snap)
         for action in decision.actions:
             if action.act in (Act.STOP_RUNNING, Act.CANCEL_WAIT, Act.DROP_QUEUED):

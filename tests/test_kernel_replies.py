@@ -8,28 +8,36 @@ from hypothesis import strategies as st
 
 from worker.kernel.model import Order
 from worker.kernel.replies import (
-    THRESHOLDS, KeywordClassifier, ModelClassifier, Signal, interpret, order_for_signal,
+    THRESHOLDS,
+    KeywordClassifier,
+    ModelClassifier,
+    Signal,
+    interpret,
+    order_for_signal,
 )
 
 READ = KeywordClassifier().classify
 
 
-@pytest.mark.parametrize(("text", "signal", "acts"), [
-    ("STOP", Signal.INTERRUPT_EXPLICIT_STOP, True),
-    ("Please stop working on this, wrong repo.", Signal.INTERRUPT_EXPLICIT_STOP, True),
-    ("cancel it", Signal.INTERRUPT_EXPLICIT_STOP, True),
-    ("Can you stop?", Signal.INTERRUPT_EXPLICIT_STOP, False),  # a mention: ask, don't act
-    ("Don't stop, keep going", Signal.FLOW_WANTS_RESUME, True),
-    ("yes, go ahead", Signal.FLOW_WANTS_RESUME, True),
-    ("Approved.", Signal.FLOW_WANTS_RESUME, True),
-    ("never mind, not needed any more", Signal.FLOW_DECLINES_RESUME, True),
-    ("no", Signal.FLOW_DECLINES_RESUME, True),
-    ("please put this on hold", Signal.FLOW_WANTS_PAUSE, True),
-    ("thanks, merged", Signal.FLOW_ACK_DONE, True),
-    ("emergency: stop everything", Signal.SAFETY_EMERGENCY, True),
-    ("Here is the API key location you asked about", Signal.UNKNOWN, False),
-    ("> stop\nyes go ahead", Signal.FLOW_WANTS_RESUME, True),  # quoted text is not theirs
-])
+@pytest.mark.parametrize(
+    ("text", "signal", "acts"),
+    [
+        ("STOP", Signal.INTERRUPT_EXPLICIT_STOP, True),
+        ("Please stop working on this, wrong repo.", Signal.INTERRUPT_EXPLICIT_STOP, True),
+        ("cancel it", Signal.INTERRUPT_EXPLICIT_STOP, True),
+        ("Can you stop?", Signal.INTERRUPT_EXPLICIT_STOP, False),  # a mention: ask, don't act
+        ("Don't stop, keep going", Signal.FLOW_WANTS_RESUME, True),
+        ("yes, go ahead", Signal.FLOW_WANTS_RESUME, True),
+        ("Approved.", Signal.FLOW_WANTS_RESUME, True),
+        ("never mind, not needed any more", Signal.FLOW_DECLINES_RESUME, True),
+        ("no", Signal.FLOW_DECLINES_RESUME, True),
+        ("please put this on hold", Signal.FLOW_WANTS_PAUSE, True),
+        ("thanks, merged", Signal.FLOW_ACK_DONE, True),
+        ("emergency: stop everything", Signal.SAFETY_EMERGENCY, True),
+        ("Here is the API key location you asked about", Signal.UNKNOWN, False),
+        ("> stop\nyes go ahead", Signal.FLOW_WANTS_RESUME, True),  # quoted text is not theirs
+    ],
+)
 def test_examples(text: str, signal: Signal, acts: bool) -> None:
     reading = READ(text)
     assert (reading.signal, reading.acts) == (signal, acts), reading

@@ -7,7 +7,15 @@ import json
 import pytest
 
 from tests.kernel_helpers import (
-    NOW, listing, order, ready, reply, snap, stale, task, waiting,
+    NOW,
+    listing,
+    order,
+    ready,
+    reply,
+    snap,
+    stale,
+    task,
+    waiting,
 )
 from worker.kernel import invariants
 from worker.kernel.model import Act, Decision, Order, Priority, Reason, Snapshot
@@ -21,12 +29,17 @@ def acts(decision: Decision) -> set[tuple[str, str]]:
 # -- priority classes ---------------------------------------------------------------------------
 def test_classes_are_strictly_ordered() -> None:
     """hard blocker (ready wait) > foreground (inbox) > pending (GitHub) > opportunistic."""
-    full = snap(listings=(listing("inbox", "i1"), listing("github", "g1"),
-                          listing("fallback", "f1")), ready_waits=(ready("w1"),))
+    full = snap(
+        listings=(listing("inbox", "i1"), listing("github", "g1"), listing("fallback", "f1")),
+        ready_waits=(ready("w1"),),
+    )
     d = decide(full)
     assert (d.task.id, d.priority) == ("w1", Priority.HARD_BLOCKER)  # type: ignore[union-attr]
-    assert d.reason_codes[:3] == (Reason.WAIT_STATE_RESUMED, Reason.HARD_BLOCKER_ACTIVE,
-                                  Reason.RESUME_PREVIOUS_FLOW)
+    assert d.reason_codes[:3] == (
+        Reason.WAIT_STATE_RESUMED,
+        Reason.HARD_BLOCKER_ACTIVE,
+        Reason.RESUME_PREVIOUS_FLOW,
+    )
     d = decide(snap(listings=full.listings))
     assert (d.task.id, d.reason_codes[1]) == ("i1", Reason.FOREGROUND_TASK)  # type: ignore[union-attr]
     d = decide(snap(listings=full.listings[1:]))
@@ -64,8 +77,13 @@ def test_idle_with_pending_waits() -> None:
 
 
 def test_notes_kept() -> None:
-    d = decide(snap(listings=(listing("inbox", "a", "b"),), excluded=frozenset({"a"}),
-                    notes=(Reason.LEASE_EXPIRED,)))
+    d = decide(
+        snap(
+            listings=(listing("inbox", "a", "b"),),
+            excluded=frozenset({"a"}),
+            notes=(Reason.LEASE_EXPIRED,),
+        )
+    )
     assert d.task.id == "b"  # type: ignore[union-attr]
     assert {Reason.CLAIM_LOST, Reason.LEASE_EXPIRED} <= set(d.reason_codes)
 
@@ -79,8 +97,11 @@ def test_stop_order_stops_the_running_task() -> None:
 
 
 def test_cancel_order_cancels_a_ready_wait_and_serves_the_next() -> None:
-    d = decide(snap(ready_waits=(ready("w1"),), listings=(listing("inbox", "i1"),),
-                    controls=(order("w1"),)))
+    d = decide(
+        snap(
+            ready_waits=(ready("w1"),), listings=(listing("inbox", "i1"),), controls=(order("w1"),)
+        )
+    )
     assert ("cancel_wait", "w1") in acts(d) and d.task.id == "i1"  # type: ignore[union-attr]
     assert Reason.WAIT_CANCELLED in d.reason_codes and Reason.SAFETY_OVERRIDE in d.reason_codes
 
@@ -117,15 +138,25 @@ def test_pause_order_on_the_running_task() -> None:
 
 
 def test_resume_order_clears_a_pause() -> None:
-    d = decide(snap(listings=(listing("inbox", "i1"),), paused=frozenset({"i1"}),
-                    controls=(order("i1", Order.RESUME),)))
+    d = decide(
+        snap(
+            listings=(listing("inbox", "i1"),),
+            paused=frozenset({"i1"}),
+            controls=(order("i1", Order.RESUME),),
+        )
+    )
     assert ("resume", "i1") in acts(d) and d.task.id == "i1"  # type: ignore[union-attr]
     assert Reason.RESUMED_ON_ORDER in d.reason_codes
 
 
 def test_resume_order_brings_back_a_waiting_flow() -> None:
-    d = decide(snap(waiting=(waiting("w1"),), listings=(listing("inbox", "i1"),),
-                    controls=(order("w1", Order.RESUME),)))
+    d = decide(
+        snap(
+            waiting=(waiting("w1"),),
+            listings=(listing("inbox", "i1"),),
+            controls=(order("w1", Order.RESUME),),
+        )
+    )
     assert d.task.id == "w1" and d.wait is not None  # type: ignore[union-attr]
     assert "resumed by a cli order" in d.wait.answer
     assert Reason.RESUME_PREVIOUS_FLOW in d.reason_codes
@@ -141,24 +172,29 @@ def test_stop_everything_halts_this_turn() -> None:
 def test_pause_everything_holds_new_work_until_resumed() -> None:
     d = decide(snap(listings=(listing("inbox", "i1"),), paused=frozenset({"*"})))
     assert d.idle and Reason.HALTED in d.reason_codes
-    d = decide(snap(listings=(listing("inbox", "i1"),), paused=frozenset({"*"}),
-                    controls=(order("*", Order.RESUME),)))
+    d = decide(
+        snap(
+            listings=(listing("inbox", "i1"),),
+            paused=frozenset({"*"}),
+            controls=(order("*", Order.RESUME),),
+        )
+    )
     assert d.task.id == "i1"  # type: ignore[union-attr]
 
 
 def test_untrusted_order_is_refused() -> None:
     d = decide(snap(listings=(listing("inbox", "i1"),), controls=(order("i1", trusted=False),)))
     assert d.task.id == "i1"  # type: ignore[union-attr]
-    assert Reason.CONTROL_UNTRUSTED in d.reason_codes and Reason.SAFETY_OVERRIDE not in \
-        d.reason_codes
+    assert (
+        Reason.CONTROL_UNTRUSTED in d.reason_codes and Reason.SAFETY_OVERRIDE not in d.reason_codes
+    )
 
 
 def test_order_for_an_unknown_task_waits_then_expires() -> None:
     fresh = decide(snap(controls=(order("ghost", at=NOW - 60),)))
     assert not fresh.actions
     old = decide(snap(controls=(order("ghost", at=NOW - 2 * 86400),)))
-    assert [(a.act, a.reason) for a in old.actions] == [(Act.CONSUME_ORDER,
-                                                          Reason.CONTROL_EXPIRED)]
+    assert [(a.act, a.reason) for a in old.actions] == [(Act.CONSUME_ORDER, Reason.CONTROL_EXPIRED)]
 
 
 def test_control_message_is_not_a_task() -> None:
@@ -169,10 +205,14 @@ def test_control_message_is_not_a_task() -> None:
 
 # -- staleness ----------------------------------------------------------------------------------
 def test_stale_items_cleaned_but_work_kept() -> None:
-    d = decide(snap(stale=(stale("c1"), stale("wt-a", "worktree", work=True),
-                           stale("wt-b", "worktree"))))
+    d = decide(
+        snap(stale=(stale("c1"), stale("wt-a", "worktree", work=True), stale("wt-b", "worktree")))
+    )
     assert {(a.act, a.task_id) for a in d.actions} == {
-        (Act.CLEAN, "c1"), (Act.KEEP_WORK, "wt-a"), (Act.CLEAN, "wt-b")}
+        (Act.CLEAN, "c1"),
+        (Act.KEEP_WORK, "wt-a"),
+        (Act.CLEAN, "wt-b"),
+    }
     assert Reason.STALE_CLEANUP in d.reason_codes
 
 
@@ -183,48 +223,97 @@ def test_stale_claim_of_the_chosen_task_is_left_for_its_new_claim() -> None:
 
 # -- replies ------------------------------------------------------------------------------------
 def test_clear_stop_reply_cancels_the_waiting_task() -> None:
-    d = decide(snap(waiting=(waiting("w1"),),
-                    signals=(reply("w1", "INTERRUPT_EXPLICIT_STOP", 0.9, True),)))
+    d = decide(
+        snap(waiting=(waiting("w1"),), signals=(reply("w1", "INTERRUPT_EXPLICIT_STOP", 0.9, True),))
+    )
     assert ("cancel_wait", "w1") in acts(d) and ("note_reply", "w1") in acts(d)
     assert d.signals == ("INTERRUPT_EXPLICIT_STOP@w1:0.90",)
 
 
 def test_unclear_reply_asks_for_clarification() -> None:
-    d = decide(snap(waiting=(waiting("w1"),),
-                    signals=(reply("w1", "INTERRUPT_EXPLICIT_STOP", 0.5, False),)))
+    d = decide(
+        snap(
+            waiting=(waiting("w1"),), signals=(reply("w1", "INTERRUPT_EXPLICIT_STOP", 0.5, False),)
+        )
+    )
     assert acts(d) == {("clarify", "w1")} and Reason.CLARIFICATION_ASKED in d.reason_codes
 
 
 def test_resume_reply_from_an_untrusted_sender_resumes_nothing() -> None:
-    d = decide(snap(waiting=(waiting("w1"),),
-                    signals=(reply("w1", "FLOW_WANTS_RESUME", 0.8, True, trusted=False),)))
+    d = decide(
+        snap(
+            waiting=(waiting("w1"),),
+            signals=(reply("w1", "FLOW_WANTS_RESUME", 0.8, True, trusted=False),),
+        )
+    )
     assert d.idle and acts(d) == {("note_reply", "w1")}
 
 
 # -- the plan and the event ---------------------------------------------------------------------
 def test_paused_flows_carry_a_resume_brief_and_last_active_at() -> None:
     d = decide(snap(waiting=(waiting("w1", brief=""), waiting("w2", "review", last=None))))
-    assert [(e.task_id, bool(e.resume_brief), e.last_active_at is not None)
-            for e in d.paused] == [("w1", True, True), ("w2", True, True)]
+    assert [(e.task_id, bool(e.resume_brief), e.last_active_at is not None) for e in d.paused] == [
+        ("w1", True, True),
+        ("w2", True, True),
+    ]
 
 
 def test_event_is_json() -> None:
-    d = decide(snap(listings=(listing("inbox", "i1", "i2"),), waiting=(waiting("w"),),
-                    controls=(order("i2"),)))
+    d = decide(
+        snap(
+            listings=(listing("inbox", "i1", "i2"),),
+            waiting=(waiting("w"),),
+            controls=(order("i2"),),
+        )
+    )
     event = json.loads(json.dumps(d.event()))
     assert event["priority"] == "foreground"
     assert event["flows"] == {"control": 1, "waiting": 1, "inbox": 2}
-    assert {"act": "drop_queued", "task": "i2", "reason": "QUEUED_DROPPED",
-            "order": "o-cancel-i2", "detail": "cancel by cli: because"} in event["actions"]
+    assert {
+        "act": "drop_queued",
+        "task": "i2",
+        "reason": "QUEUED_DROPPED",
+        "order": "o-cancel-i2",
+        "detail": "cancel by cli: because",
+    } in event["actions"]
 
 
 def test_invariant_check_catches_a_bad_decision() -> None:
     """The assertions inside decide are real: a decision that ignores a stop is refused."""
     s = Snapshot(running=task("r"), controls=(order("r", Order.STOP),), now=NOW)
-    bad = Decision(task("r"), "inbox", (Reason.HARD_BLOCKER_ACTIVE,),
-                   priority=Priority.HARD_BLOCKER)
+    bad = Decision(
+        task("r"), "inbox", (Reason.HARD_BLOCKER_ACTIVE,), priority=Priority.HARD_BLOCKER
+    )
     with pytest.raises(invariants.InvariantViolation, match="safety preempts"):
         invariants.check(s, bad)
     unknown = Decision(None, None, ("MADE_UP",))
     with pytest.raises(invariants.InvariantViolation, match="closed reason codes"):
         invariants.check(Snapshot(), unknown)
+
+
+def test_stop_wins_over_pause_and_a_later_resume() -> None:
+    """pause, stop, resume of the running task in one turn: the stop holds."""
+    d = decide(
+        snap(
+            running=task("a"),
+            controls=(
+                order("a", Order.PAUSE, oid="1", at=NOW - 3),
+                order("a", Order.STOP, oid="2", at=NOW - 2),
+                order("a", Order.RESUME, oid="3", at=NOW - 1),
+            ),
+        )
+    )
+    assert d.idle and acts(d) == {("stop_running", "a"), ("consume_order", "a")}
+
+
+def test_pause_then_resume_of_the_running_task_lets_it_go_on() -> None:
+    d = decide(
+        snap(
+            running=task("a"),
+            controls=(
+                order("a", Order.PAUSE, oid="1", at=NOW - 3),
+                order("a", Order.RESUME, oid="2", at=NOW - 1),
+            ),
+        )
+    )
+    assert d.task.id == "a" and not any(a.act is Act.PAUSE_RUNNING for a in d.actions)  # type: ignore[union-attr]

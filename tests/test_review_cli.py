@@ -85,6 +85,7 @@ def test_knowledge_list_and_reviewers(tmp_path: Path, cli: Any) -> None:
         "writer": "user",
         "after_task": None,
         "rules": 1,
+        "needs_review": 0,
     }
     reviewers = cli.invoke(app, ["knowledge", "reviewers", "--workspace", str(ws)])
     assert reviewers.exit_code == 0, reviewers.output

@@ -41,27 +41,35 @@ class Stream:
         return self._add(AgentEvent(EventKind.SESSION, self.index, session_id="s", model=model))
 
     def tool(
-        self, name: str, args: dict[str, Any] | None = None, error: str | None = None,
+        self,
+        name: str,
+        args: dict[str, Any] | None = None,
+        error: str | None = None,
         output: str = "ok",
     ) -> Stream:
         tool_id = "toolu_" + uuid.uuid4().hex[:20]
         self._add(
-            AgentEvent(EventKind.TOOL_CALL, self.index, tool=name, tool_id=tool_id,
-                       args=args or {}),
+            AgentEvent(
+                EventKind.TOOL_CALL, self.index, tool=name, tool_id=tool_id, args=args or {}
+            ),
             AgentEvent(EventKind.USAGE, self.index, input_tokens=1000),
         )
         return self._add(
-            AgentEvent(EventKind.TOOL_RESULT, self.index, tool_id=tool_id,
-                       is_error=error is not None, error=error, text=error or output)
+            AgentEvent(
+                EventKind.TOOL_RESULT,
+                self.index,
+                tool_id=tool_id,
+                is_error=error is not None,
+                error=error,
+                text=error or output,
+            )
         )
 
     def say(self, text: str) -> Stream:
         return self._add(AgentEvent(EventKind.TEXT, self.index, text=text))
 
     def usage(self, tokens: int, model: str | None = None) -> Stream:
-        return self._add(
-            AgentEvent(EventKind.USAGE, self.index, input_tokens=tokens, model=model)
-        )
+        return self._add(AgentEvent(EventKind.USAGE, self.index, input_tokens=tokens, model=model))
 
 
 def settings(**values: Any) -> SupervisionSettings:
@@ -71,20 +79,36 @@ def settings(**values: Any) -> SupervisionSettings:
 def supervisor(tmp_path: Path | None = None, **values: Any) -> Supervisor:
     """A live supervisor; reports go to `tmp_path/reports` when a tmp_path is given."""
     return Supervisor(
-        settings(**values), TASK, 7, machine_id="test-machine",
+        settings(**values),
+        TASK,
+        7,
+        machine_id="test-machine",
         reports_dir=tmp_path / "reports" if tmp_path is not None else None,
     )
 
 
 def view(
-    iteration: int = 1, *, changed: tuple[str, ...] = (), escalations: int = 0,
-    status: str | None = "continue", reason: str = "still working", model: str = "sonnet",
-    mode: str = "code-simple", result: AgentResult | None = None,
+    iteration: int = 1,
+    *,
+    changed: tuple[str, ...] = (),
+    escalations: int = 0,
+    status: str | None = "continue",
+    reason: str = "still working",
+    model: str = "sonnet",
+    mode: str = "code-simple",
+    result: AgentResult | None = None,
 ) -> IterationView:
     return IterationView(
-        task=TASK, mode=mode, model=model, iteration=iteration, max_iterations=5,
-        escalations=escalations, result=result or AgentResult(exit_code=0),
-        status=StatusBlock(status, reason), changed_files=list(changed), cost_so_far=0.05,
+        task=TASK,
+        mode=mode,
+        model=model,
+        iteration=iteration,
+        max_iterations=5,
+        escalations=escalations,
+        result=result or AgentResult(exit_code=0),
+        status=StatusBlock(status, reason),
+        changed_files=list(changed),
+        cost_so_far=0.05,
     )
 
 
@@ -106,14 +130,27 @@ def sentences(message: str) -> int:
 # -- Claude stream-json transcripts ---------------------------------------------------------
 
 
-def claude_lines(steps: list[tuple[str, Any]], model: str = "claude-sonnet-4-5-20250929",
-                 session_model: str | None = None) -> list[str]:
+def claude_lines(
+    steps: list[tuple[str, Any]],
+    model: str = "claude-sonnet-4-5-20250929",
+    session_model: str | None = None,
+) -> list[str]:
     """Real Claude stream-json for a story: ("tool", (name, args, error)), ("say", text),
     ("context", tokens). Ends with a `result` line."""
     session = str(uuid.uuid4())
-    lines = [_line({"type": "system", "subtype": "init", "session_id": session,
-                    "model": session_model or model, "tools": ["Bash", "Read", "Edit"],
-                    "cwd": "/work/project", "permissionMode": "default"})]
+    lines = [
+        _line(
+            {
+                "type": "system",
+                "subtype": "init",
+                "session_id": session,
+                "model": session_model or model,
+                "tools": ["Bash", "Read", "Edit"],
+                "cwd": "/work/project",
+                "permissionMode": "default",
+            }
+        )
+    ]
     tokens = 12_000
     for kind, value in steps:
         if kind == "context":
@@ -123,29 +160,69 @@ def claude_lines(steps: list[tuple[str, Any]], model: str = "claude-sonnet-4-5-2
         elif kind == "tool":
             name, args, error = value
             tool_id = "toolu_" + uuid.uuid4().hex[:24]
-            lines.append(_assistant(
-                [{"type": "tool_use", "id": tool_id, "name": name, "input": args}],
-                model, session, tokens,
-            ))
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id,
-                                     "content": error or "ok"}
+            lines.append(
+                _assistant(
+                    [{"type": "tool_use", "id": tool_id, "name": name, "input": args}],
+                    model,
+                    session,
+                    tokens,
+                )
+            )
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": tool_id,
+                "content": error or "ok",
+            }
             if error:
                 block["is_error"] = True
-            lines.append(_line({"type": "user", "session_id": session,
-                                "message": {"role": "user", "content": [block]}}))
+            lines.append(
+                _line(
+                    {
+                        "type": "user",
+                        "session_id": session,
+                        "message": {"role": "user", "content": [block]},
+                    }
+                )
+            )
             tokens += 400
-    lines.append(_line({"type": "result", "subtype": "success", "is_error": False,
-                        "num_turns": len(steps), "result": "done", "session_id": session,
-                        "total_cost_usd": 0.5, "usage": {"input_tokens": 3, "output_tokens": 9}}))
+    lines.append(
+        _line(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "num_turns": len(steps),
+                "result": "done",
+                "session_id": session,
+                "total_cost_usd": 0.5,
+                "usage": {"input_tokens": 3, "output_tokens": 9},
+            }
+        )
+    )
     return lines
 
 
 def _assistant(content: list[dict[str, Any]], model: str, session: str, tokens: int) -> str:
-    return _line({"type": "assistant", "session_id": session, "message": {
-        "model": model, "id": "msg_" + uuid.uuid4().hex[:24], "type": "message",
-        "role": "assistant", "content": content, "stop_reason": None,
-        "usage": {"input_tokens": 3, "cache_creation_input_tokens": 200,
-                  "cache_read_input_tokens": tokens - 203, "output_tokens": 40}}})
+    return _line(
+        {
+            "type": "assistant",
+            "session_id": session,
+            "message": {
+                "model": model,
+                "id": "msg_" + uuid.uuid4().hex[:24],
+                "type": "message",
+                "role": "assistant",
+                "content": content,
+                "stop_reason": None,
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": 200,
+                    "cache_read_input_tokens": tokens - 203,
+                    "output_tokens": 40,
+                },
+            },
+        }
+    )
 
 
 def _line(obj: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ def make_wait(
     """Save a wait state that began `age_s` seconds ago (worker's own format)."""
     data: dict[str, Any] = {
         "taskId": task_id,
-        "timestamp": NOW - timedelta(seconds=age_s),
+        "timestamp": datetime.now(UTC) - timedelta(seconds=age_s),
         "reason": "needs a human",
         "waitFor": "an answer",
         "resumeWhen": resume_when,

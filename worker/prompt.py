@@ -53,7 +53,9 @@ def build_prompt(parts: PromptParts) -> str:
             "These commands fail; make them pass:",
             _quote(parts.checks_report),
         ]
-    out += [section for section in parts.sections if section.strip()]
+    for section in parts.sections:
+        if section.strip():
+            out += ["", section]
     if parts.resume_answer is not None:
         out += [
             "",

@@ -36,11 +36,11 @@ def line(text: str) -> None:
 def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
     """A table on a terminal, tab-separated lines elsewhere (easy to grep)."""
     if not out.is_terminal:
-        if title:
-            line(title)
-        line("\t".join(columns))
-        for row in rows:
-            line("\t".join(_cell(row.get(col)) for col in columns))
+        # Plain tab-separated lines (Rich would expand the tabs), easy to cut and grep.
+        lines = [title] if title else []
+        lines.append("\t".join(columns))
+        lines += ["\t".join(_cell(row.get(col)) for col in columns) for row in rows]
+        sys.stdout.write("\n".join(lines) + "\n")
         return
     from rich.table import Table
 

@@ -68,7 +68,8 @@ def knowledge_list(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False
         if not d["docs"]:
             ui.line(f"no knowledge docs in {d['root']}")
             return
-        ui.table(d["docs"], ["path", "status", "writer", "after_task", "rules", "title"])
+        columns = ["path", "status", "writer", "after_task", "rules", "needs_review", "title"]
+        ui.table(d["docs"], columns)
 
     ui.emit(data, as_json, render)
 

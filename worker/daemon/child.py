@@ -5,7 +5,7 @@ This is the one module besides worker/proc.py that calls `subprocess.Popen`, on 
 a process, return at once, poll it for years and never read what it prints (its output may
 quote prompts and messages, which the supervisor must not see). The child's stdout and stderr
 go straight to a log file the supervisor only appends to. Like run_process, the child starts in
-its own session so that stopping it ends its agents too.
+its own session, so that its agents can be ended with it.
 """
 
 from __future__ import annotations
@@ -50,31 +50,33 @@ class Child:
     def poll(self) -> int | None:
         code = self._proc.poll()
         if code is not None and not self._swept and sys.platform != "win32":
-            # The leader died; agents it started may live on in its group. End them too.
+            # The leader is gone; agents it started may live on in its group. End them too.
             self._swept = True
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGTERM)
         return code
 
     def stop(self, grace_s: float) -> int | None:
-        """SIGTERM to the child's group, SIGKILL after `grace_s`; returns the exit code."""
-        if self._proc.poll() is not None:
+        """SIGTERM to the child alone, SIGKILL to its whole group after `grace_s`.
+
+        Like systemd's KillMode=mixed: `worker serve` gets the time to stop its agent itself,
+        keep the work and release the task; signalling the agents directly at the same moment
+        would race that and could turn a stop into a failed task."""
+        if self.poll() is not None:
             return self._proc.returncode
-        if sys.platform == "win32":  # pragma: no cover - no process groups to signal there
-            self._proc.terminate()
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGTERM)
+        self._proc.terminate()
         try:
-            return self._proc.wait(timeout=grace_s)
+            code = self._proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             log.warning("child %s ignored SIGTERM for %ss; killing it", self.pid, grace_s)
-        if sys.platform == "win32":  # pragma: no cover
-            self._proc.kill()
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
-        return self._proc.wait()
+            if sys.platform == "win32":  # pragma: no cover - no process groups there
+                self._proc.kill()
+            else:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            code = self._proc.wait()
+        self.poll()  # sweep whatever the child left behind in its group
+        return code
 
 
 def launch(

@@ -204,10 +204,8 @@ class Supervisor:
             self._rollback(decision.reason)
             return
         # The good revision (or a first one with nothing to fall back to) cannot stay up:
-        # escalate like an Erlang supervisor, to systemd/cron/the person who started us.
-        if rev is not None and rev != self.good:
-            self.state.update_revision(rev, health_ok=0, failure_reason=decision.reason)
-            self.state.set(candidate_rev=None)
+        # escalate like an Erlang supervisor, to systemd/cron/the person who started us. The
+        # revision is not marked failed: with nothing better to run, the next start retries it.
         self.state.set(last_failure_reason=decision.reason)
         self.state.event("give_up", revision=rev, reason=decision.reason)
         code = 78 if decision.verdict is Verdict.DO_NOT_RESTART else 1

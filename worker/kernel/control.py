@@ -155,9 +155,8 @@ def _from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
         extra = message.model_extra or {}
         origin = "intercom" if extra.get("channel") == "intercom" else "inbox"
         at = message.created_at.timestamp() if message.created_at else path.stat().st_mtime
-        trusted = bool(task_id) and (
-            order is not Order.RESUME or not approvers or message.sender in approvers
-        )
+        # Stopping is always allowed; resuming is approving: only a listed approver may.
+        trusted = bool(task_id) and (order is not Order.RESUME or message.sender in approvers)
         orders.append(
             ControlOrder(
                 message.id,

@@ -112,6 +112,7 @@ def cancel_wait(
         store.release_claim(task.id, Outcome.CANCELLED.value)
     source = sources.get(task.source)
     if source is not None:
+        task = source.find(task.id) or task  # the source's own view (its sender, its thread)
         source.report(task, cancelled(task, action))
     return "wait state moved to cancelled/; source told" if source else "wait state moved"
 

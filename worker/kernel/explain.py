@@ -87,7 +87,7 @@ def explain(event: dict[str, Any], run: dict[str, Any] | None = None) -> list[st
     if event.get("error"):
         lines.append(f"The decision failed: {event['error']}")
     if run is not None and run.get("outcome") and run.get("task_id"):
-        after = [c for c in run.get("reason_codes") or [] if c not in codes]
+        after = [c for c in dict.fromkeys(run.get("reason_codes") or []) if c not in codes]
         lines.append(
             f"The run ended {run['outcome']}"
             + (f": {run['reason']}" if run.get("reason") else "")

@@ -137,9 +137,12 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
 def _live(orders: list[ControlOrder]) -> list[ControlOrder]:
     """The orders in force: a pause followed by a resume of the same target is lifted."""
     return [
-        o for n, o in enumerate(orders)
-        if not (o.order is Order.PAUSE and any(
-            r.order is Order.RESUME and r.task_id == o.task_id for r in orders[n + 1:]))
+        o
+        for n, o in enumerate(orders)
+        if not (
+            o.order is Order.PAUSE
+            and any(r.order is Order.RESUME and r.task_id == o.task_id for r in orders[n + 1 :])
+        )
     ]
 
 

@@ -95,7 +95,9 @@ def reply_signals(
             continue
         if message.to not in (settings.machine_id, "all"):
             continue
-        trusted = not approvers or message.sender in approvers
+        if message.body.strip().lower().startswith(("/approve", "/reject")):
+            continue  # an approval: the wait-state owner's (user_approval)
+        trusted = message.sender in approvers  # may this reply resume (approve) the task?
         found.append(
             interpret(
                 message.id,

@@ -38,6 +38,7 @@ class Turn:
     paused_now: set[str] = field(default_factory=set)  # paused by an order of this turn
     resumed: dict[str, ControlOrder] = field(default_factory=dict)
     halted: bool = False
+    running_paused_by: str | None = None  # the target of the order that paused it
     running_taken: bool = False  # an order stopped or paused the running task
 
     def act(
@@ -62,12 +63,14 @@ class Turn:
             if order.order.ends_task:
                 # A stop wins over a pause given earlier in the same turn.
                 self.actions = [a for a in self.actions if a.act is not Act.PAUSE_RUNNING]
+                self.running_paused_by = None
                 self.act(Act.STOP_RUNNING, running.id, Reason.CANCELLED_ON_STOP, order, why)
                 self.ended.add(running.id)
                 self.running_taken = hit = True
             elif order.order is Order.PAUSE and not self.running_taken:
                 self.act(Act.PAUSE_RUNNING, running.id, Reason.PAUSED_ON_ORDER, order, why)
                 self.running_taken = hit = True
+                self.running_paused_by = order.task_id
         if order.order.ends_task:
             if order.task_id == ALL_TASKS:
                 self.halted = hit = True
@@ -79,6 +82,10 @@ class Turn:
                 self.paused.add(order.task_id)
                 self.paused_now.add(order.task_id)
         elif order.order is Order.RESUME:
+            if self.running_paused_by == order.task_id:
+                # A resume after a pause of the same target: the running task goes on.
+                self.actions = [a for a in self.actions if a.act is not Act.PAUSE_RUNNING]
+                self.running_taken, self.running_paused_by = False, None
             if order.task_id in self.paused:
                 self.act(Act.RESUME, order.task_id, Reason.RESUMED_ON_ORDER, order, why)
                 self.paused.discard(order.task_id)

@@ -59,6 +59,8 @@ def knowledge_docs(settings: Settings) -> dict[str, Any]:
             "writer": "user" if doc.user_written else doc.writer,
             "after_task": doc.after_task,
             "rules": len(doc.rules),
+            # items the knowledge reviewer flagged for a person to confirm
+            "needs_review": sum("needs user review" in rule for rule in doc.rules),
         }
         for doc in ks.docs()
     ]

@@ -8,6 +8,7 @@ event completes. Each step is O(1) (the cascade window is a fixed-size deque), s
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from worker.models import AgentEvent, EventKind
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
@@ -49,7 +50,8 @@ class StreamDetectors:
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         self._exempt: dict[str, bool] = {}
         self._in_turn = False
-        self._calls: dict[str, tuple[str, str]] = {}  # tool_id -> (tool, canonical args)
+        # tool_id -> (tool, canonical args, seq, line) of the call, to name its result
+        self._calls: dict[str, tuple[str, str, int, int]] = {}
         self._call = Streak()
         self._fail = Streak()
         self._message = Streak()
@@ -63,6 +65,8 @@ class StreamDetectors:
         self._context: tuple[int, int] | None = None
         self._since_progress = 0
         self._stall_start = (0, 0)
+        self._window_names: tuple[str | None, ...] = ()
+        self._window = settings.default_context_window
 
     def observe(self, event: AgentEvent) -> list[Anomaly]:
         """Feed one event; return the anomalies it completes (often none)."""
@@ -97,14 +101,12 @@ class StreamDetectors:
             return []
         start, line = self._stall_start
         return [
-            Anomaly(
+            self._sighting(
                 "stall",
                 WARN,
                 "turns",
-                start,
-                self.seq,
+                (start, line),
                 self._since_progress,
-                line,
                 {"turns": self._since_progress},
             )
         ]
@@ -113,27 +115,28 @@ class StreamDetectors:
         tool = event.tool or "unknown"
         args = canonical_args(event.args, self._volatile)
         if event.tool_id:
-            self._calls[event.tool_id] = (tool, args)
+            self._calls[event.tool_id] = (tool, args, self.seq, event.index)
         if self._is_exempt(tool):
             return
         count = self._call.push((tool, args), self.seq, event.index)
         limit = self._threshold("loop", tool)
         if limit is not None and count >= limit.warn:
             found.append(
-                Anomaly(
+                self._sighting(
                     "loop",
                     _level(count, limit),
                     f"{tool} {args}",
-                    self._call.start,
-                    self.seq,
+                    (self._call.start, self._call.line),
                     count,
-                    self._call.line,
                     {"tool": tool, "args": short(args, 120)},
                 )
             )
 
     def _on_result(self, event: AgentEvent, found: list[Anomaly]) -> None:
-        tool, args = self._calls.pop(event.tool_id or "", ("unknown", "{}"))
+        # A pattern of results starts at the call of its first result.
+        tool, args, *at = self._calls.pop(
+            event.tool_id or "", ("unknown", "{}", self.seq, event.index)
+        )
         if self._is_exempt(tool):
             return
         failed = event.is_error
@@ -141,15 +144,15 @@ class StreamDetectors:
         cls = failure_class(error) if failed else None
         if failed:
             self.tool_failures += 1
-            self._repeated_error(tool, args, error, cls, event, found)
+            self._repeated_error(tool, args, error, cls, at, found)
         else:
             if self._fail.key is not None and self._fail.key[0] == tool:
                 self._fail.reset()  # the agent got past that failure
             if tool in self._progress_tools:
                 self.progress += 1
                 self._since_progress = 0
-        self._oscillation(tool, args, failed, event, found)
-        self._results.append((tool, cls, self.seq, event.index))
+        self._oscillation(tool, args, failed, at, found)
+        self._results.append((tool, cls, at[0], at[1]))
         self._cascades(found)
 
     def _repeated_error(
@@ -158,21 +161,19 @@ class StreamDetectors:
         args: str,
         error: str | None,
         cls: str | None,
-        event: AgentEvent,
+        at: list[int],
         found: list[Anomaly],
     ) -> None:
-        count = self._fail.push((tool, error_signature(error)), self.seq, event.index)
+        count = self._fail.push((tool, error_signature(error)), at[0], at[1])
         limit = self._threshold("repeated_error", tool)
         if limit is not None and count >= limit.warn:
             found.append(
-                Anomaly(
+                self._sighting(
                     "repeated_error",
                     _level(count, limit),
                     f"{tool} {self._fail.key[1]}",
-                    self._fail.start,
-                    self.seq,
+                    (self._fail.start, self._fail.line),
                     count,
-                    self._fail.line,
                     {
                         "tool": tool,
                         "args": short(args, 120),
@@ -183,13 +184,13 @@ class StreamDetectors:
             )
 
     def _oscillation(
-        self, tool: str, args: str, failed: bool, event: AgentEvent, found: list[Anomaly]
+        self, tool: str, args: str, failed: bool, at: list[int], found: list[Anomaly]
     ) -> None:
         # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
         # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
-        calls = self._alt_calls.push(f"{tool} {args}", self.seq, event.index)
+        calls = self._alt_calls.push(f"{tool} {args}", at[0], at[1])
         if failed:
-            fails = self._alt_fail.push(tool, self.seq, event.index)
+            fails = self._alt_fail.push(tool, at[0], at[1])
         else:
             self._alt_fail.reset()
             fails = 0
@@ -205,14 +206,12 @@ class StreamDetectors:
         count = max(calls if by_calls else 0, fails)
         pair = sorted({self._tool_of(alt.prev), self._tool_of(alt.prev2)})
         found.append(
-            Anomaly(
+            self._sighting(
                 "oscillation",
                 _level(count, limit),
                 "|".join(pair),
-                self._osc[0],
-                self.seq,
+                (self._osc[0], self._osc[1]),
                 count,
-                self._osc[1],
                 {"tools": pair, "failing": by_fails},
             )
         )
@@ -220,6 +219,8 @@ class StreamDetectors:
     def _cascades(self, found: list[Anomaly]) -> None:
         # 3 distinct tools failing in the last 5 results; permission denials and
         # infrastructure errors are counted apart (REFERENCE.md; Cline, Roo).
+        if not self._cascade and all(item[1] is None for item in self._results):
+            return  # nothing failing in the window: the common case, kept cheap
         window = [(tool, cls) for tool, cls, _, _ in self._results]
         for cls in (TOOL, PERMISSION, INFRASTRUCTURE):
             tools = distinct_failing(window, cls)
@@ -231,14 +232,12 @@ class StreamDetectors:
                 self._cascade[cls] = (first[2], first[3])
             start, line = self._cascade[cls]
             found.append(
-                Anomaly(
+                self._sighting(
                     cls,
                     WARN,
                     cls,
-                    start,
-                    self.seq,
+                    (start, line),
                     len(tools),
-                    line,
                     {"tools": tools, "window": self.s.cascade_window},
                 )
             )
@@ -251,14 +250,12 @@ class StreamDetectors:
         limit = self.s.thresholds["repeated_message"]
         if count >= limit.warn:
             found.append(
-                Anomaly(
+                self._sighting(
                     "repeated_message",
                     _level(count, limit),
                     sig[:60],
-                    self._message.start,
-                    self.seq,
+                    (self._message.start, self._message.line),
                     count,
-                    self._message.line,
                     {"text": short(sig, 80)},
                 )
             )
@@ -282,14 +279,12 @@ class StreamDetectors:
             self._context = (self.seq, event.index)
         level = URGENT if fill >= self.s.context_urgent else WARN
         found.append(
-            Anomaly(
+            self._sighting(
                 "context",
                 level,
                 "context",
-                self._context[0],
-                self.seq,
+                (self._context[0], self._context[1]),
                 round(fill * 100),
-                self._context[1],
                 {"tokens": event.input_tokens, "window": window, "fill": fill, "model": self.model},
             )
         )
@@ -300,12 +295,28 @@ class StreamDetectors:
         The session's model (Claude's init says `claude-opus-4-6[1m]`) beats the model of a
         message (`claude-opus-4-6`), which has lost the 1M marker; the mode's model is a hint.
         """
-        for name in (self.session_model, self.model_hint, self.model):
-            if name and any(fragment in name for fragment in self.s.context_windows):
-                return self.s.context_window(name)
-        return self.s.default_context_window
+        names = (self.session_model, self.model_hint, self.model)
+        if names != self._window_names:
+            self._window_names, self._window = names, self.s.default_context_window
+            for name in names:
+                if name and any(fragment in name for fragment in self.s.context_windows):
+                    self._window = self.s.context_window(name)
+                    break
+        return self._window
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _sighting(
+        self,
+        kind: str,
+        level: str,
+        key: str,
+        since: tuple[int, int],
+        count: int,
+        evidence: dict[str, Any],
+    ) -> Anomaly:
+        """An anomaly seen at the current event; `since` is (seq, line) of its first event."""
+        return Anomaly(kind, level, key, since[0], self.seq, count, since[1], evidence)
 
     def _threshold(self, kind: str, tool: str) -> Threshold | None:
         key = (kind, tool)

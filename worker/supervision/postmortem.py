@@ -87,6 +87,7 @@ def replay(
     watch = Watch(settings)
     seen: dict[tuple[Any, ...], Finding] = {}
     pace_seen = 0
+    episodes = 0  # the PACE level only moves when a new episode begins
     since_check = 0
     peak_fill: float | None = None
     for event in events:
@@ -101,7 +102,8 @@ def replay(
             watch.drain()
             for anomaly in found:
                 _record(anomaly, watch, seen, report)
-            rank = pace_rank(watch.pace())
+            rank = pace_rank(watch.pace()) if watch.anomaly_count != episodes else pace_seen
+            episodes = watch.anomaly_count
             if rank > pace_seen:
                 pace_seen = rank
                 steering = watch.steer_pace(watch.detectors.turn)

@@ -42,6 +42,7 @@ _INFRASTRUCTURE = re.compile(
     r"failed)"
 )
 
+_SCALARS = (str, int, float, bool, type(None))
 PERMISSION = "permission"
 INFRASTRUCTURE = "infrastructure"
 TOOL = "cascade"  # an ordinary tool failure; the anomaly it feeds is the "cascade" kind
@@ -66,6 +67,11 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     """Canonical JSON of a call's arguments: sorted keys, no volatile ids."""
     if not args:
         return "{}"
+    if all(isinstance(value, _SCALARS) for value in args.values()):
+        # The common flat case: one regex pass over the JSON instead of one per value.
+        flat = {key: value for key, value in args.items() if key not in volatile_keys}
+        text = json.dumps(flat, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return _VOLATILE_VALUE.sub("<id>", text)
     return json.dumps(
         strip_volatile(args, volatile_keys),
         sort_keys=True,

@@ -60,6 +60,7 @@ class Supervisor:
         self._t0 = time.monotonic()
         self._last: IterationView | None = None
         self._health = "green"
+        self._last_stop: str | None = None  # the last stop in this task, for the report
 
     # -- TaskSupervisor -------------------------------------------------------------------
 
@@ -73,7 +74,7 @@ class Supervisor:
         self._since_check = 0
         reason = self.watch.radio_check()
         if reason is not None:
-            self.stopped = reason
+            self.stopped = self._last_stop = reason
             log.warning("%s", reason)
             self._write(health="red")
         return reason
@@ -186,7 +187,7 @@ class Supervisor:
             escalations=self.watch.escalations,
             pace=self.watch.pace(),
             last_anomalies=[a.summary() for a in list(self.watch.episodes.values())[-5:]],
-            stopped=self.stopped,
+            stopped=self._last_stop,
             outcome=outcome,
             context_fill=detectors.context_fill,
             context_tokens=detectors.context_tokens,

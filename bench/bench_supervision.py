@@ -1,0 +1,167 @@
+"""Cost of supervision; prints one JSON object.
+
+  inspect_s          `inspect_transcript` over a generated Claude stream-json transcript of
+                     N events (read, normalise, detect, report); goal: under 2 s for 100,000
+  parse_baseline_s   json.loads of the same lines, measured in the same run
+  normalise_baseline_s  the Claude adapter's own normalisation of those lines (no detection)
+  per_event_us       the live supervisor's `on_event` per event (normalised events in memory)
+  noop_per_event_us  a NullSupervisor over the same events: the cost of the call itself
+
+Times are medians of --repeat runs; the ratios are what compare across machines. The
+transcript mixes healthy work with loops, failures, cascades and context growth, so the
+detectors do real work.
+
+    python bench/bench_supervision.py [--events 100000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from worker.agents.claude_stream import normalise_lines
+from worker.models import Task
+from worker.supervision.postmortem import inspect_transcript
+from worker.supervision.protocol import NullSupervisor
+from worker.supervision.settings import SupervisionSettings
+from worker.supervision.supervisor import Supervisor
+
+SESSION = str(uuid.uuid4())
+
+
+def _assistant(content: list[dict[str, Any]], tokens: int) -> str:
+    return json.dumps(
+        {
+            "type": "assistant",
+            "session_id": SESSION,
+            "message": {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": f"msg_{tokens}",
+                "role": "assistant",
+                "content": content,
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_read_input_tokens": tokens,
+                    "output_tokens": 40,
+                },
+            },
+        }
+    )
+
+
+def transcript(events: int) -> list[str]:
+    """About `events` normalised events (3 per tool step: call, usage, result)."""
+    lines = [
+        json.dumps(
+            {
+                "type": "system",
+                "subtype": "init",
+                "session_id": SESSION,
+                "model": "claude-sonnet-4-5-20250929",
+            }
+        )
+    ]
+    step = 0
+    while len(lines) * 3 // 2 < events:
+        step += 1
+        phase = step % 200
+        if phase < 150:  # ordinary work: reads, edits, tests
+            name, args, error = ("Read", {"file_path": f"src/m{step % 37}.py"}, None)
+            if step % 9 == 0:
+                name, args = "Edit", {"file_path": f"src/m{step % 37}.py", "old_string": str(step)}
+        elif phase < 170:  # a tight loop
+            name, args, error = "Bash", {"command": "make test", "description": str(step)}, None
+        elif phase < 190:  # failing with the same error
+            name, args, error = "Edit", {"old_string": f"v{step}"}, "String to replace not found"
+        else:  # a cascade
+            name = ("Read", "Grep", "Bash", "Glob")[step % 4]
+            args, error = {"x": step}, f"{name} failed: No such file or directory"
+        tool_id = f"toolu_{step:012d}"
+        tokens = 20_000 + (step % 5000) * 35  # context grows, is compacted, grows again
+        lines.append(
+            _assistant([{"type": "tool_use", "id": tool_id, "name": name, "input": args}], tokens)
+        )
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": tool_id,
+            "content": error or "ok",
+        }
+        if error:
+            block["is_error"] = True
+        lines.append(json.dumps({"type": "user", "message": {"role": "user", "content": [block]}}))
+    return lines
+
+
+def median(fn: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    logging.disable(logging.WARNING)  # the supervisor logs each stop; not the point here
+    settings = SupervisionSettings()
+    lines = transcript(options.events)
+    events = list(normalise_lines(lines))
+    task = Task(id="bench", source="inbox", title="bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "transcript.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        report = inspect_transcript(path, settings)
+        inspect_s = median(lambda: inspect_transcript(path, settings), options.repeat)
+        parse_s = median(lambda: [json.loads(line) for line in lines], options.repeat)
+        normalise_s = median(lambda: list(normalise_lines(lines)), options.repeat)
+
+        def live() -> None:
+            sup = Supervisor(settings, task, None, machine_id="bench", reports_dir=None)
+            for event in events:
+                if sup.on_event(event) is not None:
+                    sup.stopped = None  # as if a new iteration began: keep measuring
+
+        def noop() -> None:
+            sup = NullSupervisor()
+            for event in events:
+                sup.on_event(event)
+
+        live_s = median(live, options.repeat)
+        noop_s = median(noop, options.repeat)
+    n = len(events)
+    print(
+        json.dumps(
+            {
+                "events": n,
+                "lines": len(lines),
+                "findings": len(report.findings),
+                "inspect_s": round(inspect_s, 4),
+                "parse_baseline_s": round(parse_s, 4),
+                "normalise_baseline_s": round(normalise_s, 4),
+                "inspect_vs_parse": round(inspect_s / parse_s, 2),
+                "inspect_vs_normalise": round(inspect_s / normalise_s, 2),
+                "inspect_goal_s": 2.0 * n / 100_000,
+                "inspect_within_goal": inspect_s <= 2.0 * n / 100_000,
+                "per_event_us": round(live_s / n * 1e6, 3),
+                "noop_per_event_us": round(noop_s / n * 1e6, 3),
+                "per_event_vs_noop": round(live_s / noop_s, 2),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
