@@ -269,11 +269,6 @@ def test_sigterm_with_the_real_runner_puts_the_message_back(
     assert claim is not None and claim["state"] == "released"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner: a stop request reaches the agent only through its next event, so a silent"
-    " agent (a long build, no output) runs on; run_process needs a stop event of its own",
-)
 def test_sigterm_stops_a_silent_agent_promptly(workspace: Path, fake_claude: FakeAgent) -> None:
     code, _ = _serve_real_runner_until_sigterm(workspace, fake_claude, 300, 15)
     assert code == 0

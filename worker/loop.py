@@ -7,6 +7,7 @@ mode with the count starting over; `wait` saves a wait state. Caps: wall clock a
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from worker.status import parse_status
 from worker.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
 from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_state
-from worker.workspace_git import changed_files
+from worker.workspace_git import changed_files, diff_digest, save_diff
 
 # Without a known reset time, back off 15, 30, 60 minutes (../shared/REFERENCE.md).
 USAGE_LIMIT_BACKOFF_S = (900, 1800, 3600)
@@ -63,6 +64,7 @@ class StartPoint:
     modes_used: list[str] = field(default_factory=list)
     cost_so_far: float = 0.0
     usage_limit_hits: int = 0
+    model: str | None = None  # the model the task was waiting with (restored on resume)
 
 
 @dataclass
@@ -113,7 +115,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     while True:
         if ctx.stop_event.is_set():
             return finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
-        model = ctx.forced_model or mode.model
+        model = ctx.forced_model or (start.model if mode.id == start.mode else None) or mode.model
         limit = mode.iterations_before_escalation
         prompt = build_prompt(
             PromptParts(
@@ -138,6 +140,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             log_path=settings.logs / f"run-{ctx.run_id}" / f"iteration-{seq}.jsonl",
             resume_session=session_id,
             extra_args=permission_args(mode),
+            stop=ctx.stop_event,
             max_budget_usd=max(0.01, cost_cap - result.cost_usd)
             if mode.agent == "claude"
             else None,
@@ -235,14 +238,20 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                     result=agent,
                     status=status,
                     changed_files=changed_files(ctx.cwd),
+                    diff_digest=diff_digest(ctx.cwd),
                     cost_so_far=result.cost_usd,
                 )
             )
             record.steering = steering
-        if agent.stopped:
-            if agent.stopped.startswith("supervisor"):
-                return finish(Outcome.FAILURE, agent.stopped, "SUPERVISOR_EMERGENCY")
+        emergency = agent.stopped if (agent.stopped or "").startswith("supervisor") else None
+        if agent.stopped and emergency is None:
             return finish(Outcome.STOPPED, agent.stopped, "STOP_REQUESTED")
+        if emergency is not None:
+            # Keep the partial work where the user can see it; the worktree (if any) is
+            # committed to the task branch when the task ends.
+            save_diff(ctx.cwd, settings.logs / f"run-{ctx.run_id}" / f"partial-{seq}.diff")
+            if "PACE" in emergency or ctx.modes.next_mode(mode.id) is None:
+                return finish(Outcome.FAILURE, emergency, "SUPERVISOR_EMERGENCY")
 
         answer = None
         previous, previous_output = status, agent.final_text
@@ -259,7 +268,10 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
             )
         escalate_code = None
-        if state == "escalate":
+        if emergency is not None:
+            # A loop cut short mid-iteration: a stronger mode gets the steering and a new try.
+            escalate_code = "SUPERVISOR_CUT_SHORT"
+        elif state == "escalate":
             escalate_code = "AGENT_ESCALATE"
         elif state == "failure":
             escalate_code = "FAILURE_ESCALATED"
@@ -284,6 +296,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 "AGENT_ESCALATE": "the agent asked to escalate but no stronger mode is left",
                 "FAILURE_ESCALATED": status.reason or "the agent reported failure",
                 "MAX_ITERATIONS": f"{limit} iterations in {mode.id} without a terminal status",
+                "SUPERVISOR_CUT_SHORT": emergency or "",
             }[escalate_code]
             top_code = "FAILURE_AT_TOP_MODE" if state == "failure" else f"{escalate_code}_AT_TOP"
             return finish(Outcome.FAILURE, why, top_code)
@@ -310,16 +323,7 @@ def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: fl
 
 
 def _without_resume(request: AgentRequest) -> AgentRequest:
-    return AgentRequest(
-        prompt=request.prompt,
-        model=request.model,
-        cwd=request.cwd,
-        timeout_s=request.timeout_s,
-        log_path=request.log_path,
-        resume_session=None,
-        extra_args=request.extra_args,
-        max_budget_usd=request.max_budget_usd,
-    )
+    return dataclasses.replace(request, resume_session=None)
 
 
 def _verify(agent: AgentResult) -> StatusBlock:
@@ -358,6 +362,7 @@ def _base_wait(
             "sourceRef": _jsonable(task.ref),
             "taskTitle": task.title,
             "taskBody": task.body,
+            "taskSender": task.sender,
             "sessionId": session_id,
             "modesUsed": result.modes,
             "costUsd": result.cost_usd,

@@ -6,6 +6,7 @@ persisted JSON formats are Pydantic models next to the code that owns their file
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -89,6 +90,8 @@ class AgentRequest:
     resume_session: str | None = None
     extra_args: tuple[str, ...] = ()
     max_budget_usd: float | None = None
+    # Set by the worker to end the agent at once (a stop order, SIGTERM to `worker serve`).
+    stop: threading.Event | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -31,6 +31,7 @@ _SECRET_SHAPES = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9-]{20,})"
 )
 _GRACE_S = 3.0
+_POLL_S = 0.2  # how often the watchdog looks at the clock and the stop flag
 # On Windows a new process group instead of a new session.
 _CREATE_GROUP = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
 
@@ -68,9 +69,11 @@ def run_process(
     log_path: Path | None = None,
     on_line: LineHandler | None = None,
     cap_bytes: int = 2_000_000,
+    stop: threading.Event | None = None,
 ) -> ProcResult:
-    """Run `argv` to its end, its timeout, or until `on_line` asks to stop; never raises for
-    a failing command (a missing executable is reported as `not_found`)."""
+    """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
+    set (checked a few times a second, also while the command prints nothing); never raises
+    for a failing command (a missing executable is reported as `not_found`)."""
     argv = [str(part) for part in argv]
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
@@ -99,16 +102,24 @@ def run_process(
         feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True)
         feeder.start()
 
-    state = {"timed_out": False}
+    state: dict[str, str | bool | None] = {"timed_out": False, "stopped": None}
     deadline = started + timeout_s
+    finished = threading.Event()
 
-    def on_timeout() -> None:
-        state["timed_out"] = True
-        kill_group(proc)
+    def watchdog() -> None:
+        # Ends the group on timeout or on a stop request, even when the command is silent.
+        while not finished.wait(_POLL_S):
+            if stop is not None and stop.is_set():
+                state["stopped"] = "stop requested"
+                kill_group(proc)
+                return
+            if time.monotonic() >= deadline:
+                state["timed_out"] = True
+                kill_group(proc)
+                return
 
-    timer = threading.Timer(timeout_s, on_timeout)
-    timer.daemon = True
-    timer.start()
+    dog = threading.Thread(target=watchdog, name="proc-watchdog", daemon=True)
+    dog.start()
 
     chunks: list[str] = []
     size = 0
@@ -135,7 +146,7 @@ def run_process(
             if time.monotonic() > deadline + _GRACE_S:
                 break
     finally:
-        timer.cancel()
+        finished.set()
         if log_file is not None:
             log_file.close()
     try:
@@ -156,8 +167,8 @@ def run_process(
         stdout="".join(chunks),
         stderr_tail="".join(stderr_lines)[-4000:],
         duration_s=time.monotonic() - started,
-        timed_out=state["timed_out"],
-        stopped=stopped,
+        timed_out=bool(state["timed_out"]),
+        stopped=stopped or (str(state["stopped"]) if state["stopped"] else None),
         truncated=truncated,
     )
 

@@ -99,8 +99,10 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
 
         ensure_repo(settings.workspace)
     with _workspace_lock(settings), Store(settings.db_path) as store:
-        _STOP.clear()
-        return _run(settings, options, modes, store)
+        try:
+            return _run(settings, options, modes, store)
+        finally:
+            _STOP.clear()  # a stop asked just before the run still stops it
 
 
 @contextlib.contextmanager

@@ -24,9 +24,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def execute(settings: Settings, options: RunOptions, modes: ModeSet, store: Store, run_id: int,
-            decision: Decision, mode_id: str, sources: dict[str, TaskSource],
-            stop: threading.Event) -> TaskResult:
+def execute(
+    settings: Settings,
+    options: RunOptions,
+    modes: ModeSet,
+    store: Store,
+    run_id: int,
+    decision: Decision,
+    mode_id: str,
+    sources: dict[str, TaskSource],
+    stop: threading.Event,
+) -> TaskResult:
     task = decision.task
     assert task is not None
     source = sources.get(task.source)
@@ -43,9 +51,14 @@ def execute(settings: Settings, options: RunOptions, modes: ModeSet, store: Stor
     from worker.review.hooks import after_task, prompt_sections
 
     ctx = LoopContext(
-        settings=settings, modes=modes, store=store, run_id=run_id, cwd=cwd,
+        settings=settings,
+        modes=modes,
+        store=store,
+        run_id=run_id,
+        cwd=cwd,
         supervisor=make_supervisor(settings, task, run_id),
-        forced_model=options.model, stop_event=stop,
+        forced_model=options.model,
+        stop_event=stop,
         sections=_sections(prompt_sections, settings, store, task),
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
     )
@@ -79,12 +92,21 @@ def execute(settings: Settings, options: RunOptions, modes: ModeSet, store: Stor
 def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     commands = list(task.ref.get("commands", [])) if task.source == "fallback" else []
     if commands and start.resume_answer is None:
-        checks = run_checks(commands, ctx.cwd, ctx.settings.fallback.command_timeout_s,
-                            ctx.settings.logs / f"run-{ctx.run_id}")
+        checks = run_checks(
+            commands,
+            ctx.cwd,
+            ctx.settings.fallback.command_timeout_s,
+            ctx.settings.logs / f"run-{ctx.run_id}",
+        )
         failing = [check for check in checks if not check.ok]
         if not failing:
-            return TaskResult(task, Outcome.SUCCESS, "build and tests pass; no agent needed",
-                              ["FALLBACK_CHECKS_PASSED"], modes=[])
+            return TaskResult(
+                task,
+                Outcome.SUCCESS,
+                "build and tests pass; no agent needed",
+                ["FALLBACK_CHECKS_PASSED"],
+                modes=[],
+            )
         ctx.checks = [check.command for check in failing]
         ctx.checks_report = failure_report(failing)
     return run_task(ctx, task, start)
@@ -102,14 +124,25 @@ def _restore(path: Path, mode_id: str, answer: str) -> StartPoint:
     state = load_wait_state(path)
     extra = state.model_extra or {}
     return StartPoint(
-        mode=mode_id, iteration=max(1, state.context.iteration), session_id=state.session_id,
-        resume_answer=answer, modes_used=list(state.modes_used), cost_so_far=state.cost_usd,
+        mode=mode_id,
+        iteration=max(1, state.context.iteration),
+        session_id=state.session_id,
+        resume_answer=answer,
+        modes_used=list(state.modes_used),
+        cost_so_far=state.cost_usd,
         usage_limit_hits=int(extra.get("usageLimitHits", 0)),
+        model=state.context.model or None,
     )
 
 
-def _report(settings: Settings, store: Store, task: Task, result: TaskResult,
-            source: TaskSource | None, wait_path: Path | None) -> None:
+def _report(
+    settings: Settings,
+    store: Store,
+    task: Task,
+    result: TaskResult,
+    source: TaskSource | None,
+    wait_path: Path | None,
+) -> None:
     if source is not None:
         try:
             source.report(task, result)

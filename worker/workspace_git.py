@@ -5,6 +5,7 @@ GitPython is imported lazily (it is heavy, and `worker --help` must stay fast).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from pathlib import Path
@@ -30,6 +31,32 @@ def changed_files(cwd: Path) -> list[str]:
     if proc.exit_code != 0:
         return []
     return sorted(line[3:] for line in proc.stdout.splitlines() if len(line) > 3)
+
+
+def _diff_text(cwd: Path) -> str | None:
+    if not (cwd / ".git").exists():
+        return None
+    diff = run_process(["git", "diff", "HEAD"], cwd=cwd, timeout_s=30, cap_bytes=5_000_000)
+    untracked = run_process(
+        ["git", "ls-files", "--others", "--exclude-standard"], cwd=cwd, timeout_s=30
+    )
+    return diff.stdout + "\0untracked:\n" + untracked.stdout
+
+
+def diff_digest(cwd: Path) -> str | None:
+    """A fingerprint of the work tree's changes: equal digests mean no progress."""
+    text = _diff_text(cwd)
+    return None if text is None else hashlib.sha256(text.encode()).hexdigest()
+
+
+def save_diff(cwd: Path, path: Path) -> Path | None:
+    """Write the uncommitted changes (and the untracked files' names) to `path`."""
+    text = _diff_text(cwd)
+    if text is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def ensure_repo(path: Path) -> None:

@@ -44,6 +44,7 @@ class ClaudeAdapter:
             log_path=request.log_path,
             on_line=collector.feed,
             cap_bytes=self.cap_bytes,
+            stop=request.stop,
         )
         result = collector.result(proc.exit_code)
         result.timed_out = proc.timed_out

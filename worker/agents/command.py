@@ -55,6 +55,7 @@ class CommandAdapter:
                 log_path=request.log_path,
                 on_line=feed,
                 cap_bytes=self.cap_bytes,
+                stop=request.stop,
             )
         return AgentResult(
             exit_code=proc.exit_code,

@@ -81,6 +81,9 @@ class InboxSource:
         listing = Listing(self.name)
         if not self.root.is_dir():
             return listing
+        # The kernel's module imports Message from here, hence the import at use.
+        from worker.kernel.control import is_control_message
+
         found: builtins.list[tuple[Message, Path]] = []
         for path in self._message_files():
             message = self._read(path, listing)
@@ -93,6 +96,10 @@ class InboxSource:
             if message.in_reply_to:
                 # A reply belongs to the task it answers (a wait state), not a new task.
                 listing.skipped.append(Skipped(message.id, "REPLY_NOT_TASK"))
+                continue
+            if is_control_message(message):
+                # A stop/cancel/pause order is for the scheduling kernel, not work to do.
+                listing.skipped.append(Skipped(message.id, "CONTROL_NOT_TASK"))
                 continue
             found.append((message, path))
         found.sort(key=lambda item: (item[0].rank, _ts(item[0].created_at), item[0].id))

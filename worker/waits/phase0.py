@@ -61,7 +61,8 @@ def scan(
     expired = [(p, s) for p, s in loaded if s.expiry(settings.waits.expiry_days) <= now]
     if expired and not dry_run:
         result.expired = expire(settings, store, expired, now)
-    live = [(p, s) for p, s in loaded if (p, s) not in expired]
+    gone = {p for p, _ in expired}
+    live = [(p, s) for p, s in loaded if p not in gone]
     waits, known = _waitings(settings, live, rows, now, ledger)
     lookups = Lookups(settings, dry_run=dry_run)
     ctx = CheckContext(settings, now, lookups)
