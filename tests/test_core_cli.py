@@ -233,3 +233,28 @@ def test_two_concurrent_runs_on_one_inbox_never_run_the_same_message(
     assert sorted(done) == sorted(set(done)), "a message was run twice"
     assert len(worked) == len(set(worked)) == len(done)
     assert sorted(done) == [f"m{n}" for n in range(6)]
+
+
+def test_help_imports_no_heavy_library() -> None:
+    """`worker --help` stays fast: PyGithub, GitPython, pydantic and SQLite load only when a
+    command needs them (checked by module, not by the clock)."""
+    code = (
+        "import sys, worker.cli.app\n"
+        "heavy = {'github', 'git', 'pydantic', 'sqlite3', 'tenacity'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
+def test_dry_run_imports_neither_github_nor_git(workspace: Path) -> None:
+    """A dry run on the embedded defaults loads no GitHub or git library."""
+    code = (
+        "import sys\n"
+        "from worker.cli.app import app\n"
+        f"sys.argv = ['worker', 'run', '--dry-run', '--workspace', {str(workspace)!r}]\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'github', 'git'}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.conftest import FakeAgent, write_message
 from tests.test_daemon_support import write_config
 from worker.config import Settings, load_settings

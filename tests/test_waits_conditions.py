@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from worker.config import Settings, load_settings
-from worker.sources.inbox import write_message as write_inbox
+from worker.sources.message import write_message as write_inbox
 from worker.store import Store
 from worker.waits import intercom, phase0
 from worker.waits.ledger import Ledger

@@ -13,11 +13,10 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.errors import LockHeld, UsageError
-from worker.loop import Progress
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
 from worker.scheduling import Decision, Reason, Snapshot, decide
@@ -26,6 +25,9 @@ from worker.sources.fallback import LAST_RUN_KEY
 from worker.sources.registry import build_sources
 from worker.store import Store
 from worker.waits import phase0
+
+if TYPE_CHECKING:  # the loop and the agents load only when a task runs
+    from worker.loop import Progress
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +80,22 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "outcome": self.outcome.value, "task_id": self.task_id, "source": self.source,
-            "mode": self.mode, "modes": self.modes, "iterations": self.iterations,
-            "reason": self.reason, "reason_codes": self.reason_codes, "run_id": self.run_id,
-            "cost_usd": round(self.cost_usd, 6), "duration_s": round(self.duration_s, 3),
-            "branch": self.branch, "wait_state": self.wait_state, "command": self.command,
-            "candidates": self.candidates, "mode_reason": self.mode_reason,
+            "outcome": self.outcome.value,
+            "task_id": self.task_id,
+            "source": self.source,
+            "mode": self.mode,
+            "modes": self.modes,
+            "iterations": self.iterations,
+            "reason": self.reason,
+            "reason_codes": self.reason_codes,
+            "run_id": self.run_id,
+            "cost_usd": round(self.cost_usd, 6),
+            "duration_s": round(self.duration_s, 3),
+            "branch": self.branch,
+            "wait_state": self.wait_state,
+            "command": self.command,
+            "candidates": self.candidates,
+            "mode_reason": self.mode_reason,
         }
 
 
@@ -123,14 +135,24 @@ def _workspace_lock(settings: Settings) -> Iterator[None]:
         lock.release()
 
 
-def _snapshot(settings: Settings, sources: list[TaskSource], store: Store | None,
-              options: RunOptions, dry_run: bool) -> tuple[Snapshot, list[Listing]]:
+def _snapshot(
+    settings: Settings,
+    sources: list[TaskSource],
+    store: Store | None,
+    options: RunOptions,
+    dry_run: bool,
+) -> tuple[Snapshot, list[Listing]]:
     scan = phase0.scan(settings, store, dry_run=dry_run)
     forced = _find(sources, options.task_id) if options.task_id else None
     listings = [] if forced else [_safe_list(source) for source in sources]
     notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
-    snap = Snapshot(listings=tuple(listings), ready_waits=() if forced else tuple(scan.ready),
-                    pending_waits=scan.pending, forced=forced, notes=notes)
+    snap = Snapshot(
+        listings=tuple(listings),
+        ready_waits=() if forced else tuple(scan.ready),
+        pending_waits=scan.pending,
+        forced=forced,
+        notes=notes,
+    )
     from worker.kernel.observe import observe  # orders, paused flows, stale leftovers, replies
 
     return observe(settings, store, snap, dry_run=dry_run), listings
@@ -155,21 +177,27 @@ def _find(sources: list[TaskSource], task_id: str) -> Task:
 
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
     last_run = _read_kv_readonly(settings, LAST_RUN_KEY)
-    sources = build_sources(settings, None, dry_run=True,
-                            fallback_last_run=float(last_run) if last_run else None)
+    sources = build_sources(
+        settings, None, dry_run=True, fallback_last_run=float(last_run) if last_run else None
+    )
     snap, _ = _snapshot(settings, sources, None, options, dry_run=True)
     decision = decide(snap)
-    report = RunReport(Outcome.DRY_RUN, reason_codes=list(decision.reason_codes),
-                       candidates=decision.candidates)
+    report = RunReport(
+        Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
+    )
     if decision.task is None:
         return report
     mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
     mode = modes.get(mode_id)
     from worker.agents.registry import adapter_for, permission_args
 
-    request = AgentRequest(prompt="", model=options.model or mode.model, cwd=settings.workspace,
-                           timeout_s=settings.iteration_timeout_s,
-                           extra_args=permission_args(mode))
+    request = AgentRequest(
+        prompt="",
+        model=options.model or mode.model,
+        cwd=settings.workspace,
+        timeout_s=settings.iteration_timeout_s,
+        extra_args=permission_args(mode),
+    )
     report.task_id, report.source = decision.task.id, decision.source
     report.modes, report.mode_reason = [mode_id], mode_reason
     report.command = adapter_for(settings, mode).command(request)
@@ -192,8 +220,9 @@ def _read_kv_readonly(settings: Settings, key: str) -> str | None:
     return row[0] if row else None
 
 
-def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet, settings: Settings
-               ) -> tuple[str, str]:
+def _pick_mode(
+    decision: Decision, options: RunOptions, modes: ModeSet, settings: Settings
+) -> tuple[str, str]:
     if options.mode:
         return options.mode, "MODE_FORCED"
     if decision.wait is not None and decision.task is not None and decision.task.mode:
@@ -206,8 +235,12 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     t0 = time.monotonic()
     run_id = store.start_run(settings.machine_id, os.getpid())
     last_run = store.get(LAST_RUN_KEY)
-    sources = build_sources(settings, store, fallback_last_run=float(last_run) if last_run else None,
-                            open_pr=options.open_pr)
+    sources = build_sources(
+        settings,
+        store,
+        fallback_last_run=float(last_run) if last_run else None,
+        open_pr=options.open_pr,
+    )
     by_name = {source.name: source for source in sources}
     recovered = []
     for source in sources:
@@ -218,9 +251,14 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     try:
         snap, _ = _snapshot(settings, sources, store, options, dry_run=False)
     except Exception as exc:
-        store.record_decision(run_id, machine_id=settings.machine_id, reason_codes=["ERROR"],
-                              candidates={}, latency_ms=(time.monotonic() - t0) * 1000,
-                              error=str(exc))
+        store.record_decision(
+            run_id,
+            machine_id=settings.machine_id,
+            reason_codes=["ERROR"],
+            candidates={},
+            latency_ms=(time.monotonic() - t0) * 1000,
+            error=str(exc),
+        )
         store.finish_run(run_id, outcome="error", reason=str(exc))
         raise
     if recovered:
@@ -238,20 +276,37 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     if decision.task is not None:
         mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
     store.record_decision(
-        run_id, machine_id=settings.machine_id,
-        task_id=decision.task.id if decision.task else None, source=decision.source,
-        mode=mode_id, reason_codes=[*decision.reason_codes, *([mode_reason] if mode_reason else [])],
-        candidates=decision.candidates, latency_ms=(time.monotonic() - t0) * 1000, error=error,
-        detail={"skipped": [s.__dict__ for l in snap.listings for s in l.skipped][:50],
-                "errors": [e for l in snap.listings for e in l.errors][:20],
-                "recovered": recovered, "excluded": sorted(excluded),
-                "kernel": {**decision.event(), "applied": applied}},
+        run_id,
+        machine_id=settings.machine_id,
+        task_id=decision.task.id if decision.task else None,
+        source=decision.source,
+        mode=mode_id,
+        reason_codes=[*decision.reason_codes, *([mode_reason] if mode_reason else [])],
+        candidates=decision.candidates,
+        latency_ms=(time.monotonic() - t0) * 1000,
+        error=error,
+        detail={
+            "skipped": [s.__dict__ for ls in snap.listings for s in ls.skipped][:50],
+            "errors": [e for ls in snap.listings for e in ls.errors][:20],
+            "recovered": recovered,
+            "excluded": sorted(excluded),
+            "kernel": {**decision.event(), "applied": applied},
+        },
     )
-    report = RunReport(Outcome.IDLE, run_id=run_id, reason_codes=list(decision.reason_codes),
-                       candidates=decision.candidates, mode_reason=mode_reason)
+    report = RunReport(
+        Outcome.IDLE,
+        run_id=run_id,
+        reason_codes=list(decision.reason_codes),
+        candidates=decision.candidates,
+        mode_reason=mode_reason,
+    )
     if decision.task is None or mode_id is None:
-        store.finish_run(run_id, outcome=Outcome.IDLE.value, reason_codes=report.reason_codes,
-                         duration_s=time.monotonic() - t0)
+        store.finish_run(
+            run_id,
+            outcome=Outcome.IDLE.value,
+            reason_codes=report.reason_codes,
+            duration_s=time.monotonic() - t0,
+        )
         return report
     from worker.tasks import execute
 
@@ -264,18 +319,36 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     report.wait_state = str(result.wait_state) if result.wait_state else None
     report.duration_s = time.monotonic() - t0
     store.finish_run(
-        run_id, task_id=decision.task.id, source=decision.source, outcome=result.outcome.value,
-        reason=result.reason[:1000], modes=result.modes, iterations=len(result.iterations),
-        cost_usd=result.cost_usd, duration_s=report.duration_s, branch=result.branch,
+        run_id,
+        task_id=decision.task.id,
+        source=decision.source,
+        outcome=result.outcome.value,
+        reason=result.reason[:1000],
+        modes=result.modes,
+        iterations=len(result.iterations),
+        cost_usd=result.cost_usd,
+        duration_s=report.duration_s,
+        branch=result.branch,
         reason_codes=report.reason_codes,
     )
     return report
 
 
-def _claim(decision: Decision, sources: dict[str, TaskSource], store: Store,
-           settings: Settings, run_id: int) -> bool:
+def _claim(
+    decision: Decision,
+    sources: dict[str, TaskSource],
+    store: Store,
+    settings: Settings,
+    run_id: int,
+) -> bool:
     assert decision.task is not None
     if decision.wait is not None:
-        return store.claim(decision.task.id, "wait", settings.machine_id, os.getpid(),
-                           settings.lease_seconds, run_id=run_id)
+        return store.claim(
+            decision.task.id,
+            "wait",
+            settings.machine_id,
+            os.getpid(),
+            settings.lease_seconds,
+            run_id=run_id,
+        )
     return sources[decision.task.source].claim(decision.task, run_id)

@@ -48,7 +48,7 @@ def execute(
         from worker.workspace_git import create_worktree
 
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
-    from worker.review.hooks import after_task, prompt_sections
+    from worker.review.hooks import after_task
 
     ctx = LoopContext(
         settings=settings,
@@ -59,7 +59,7 @@ def execute(
         supervisor=make_supervisor(settings, task, run_id),
         forced_model=options.model,
         stop_event=stop,
-        sections=_sections(prompt_sections, settings, store, task),
+        sections=_sections(settings, store, task),
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
     )
     if options.progress is not None:
@@ -112,9 +112,11 @@ def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     return run_task(ctx, task, start)
 
 
-def _sections(fn, settings: Settings, store: Store, task: Task) -> list[str]:  # type: ignore[no-untyped-def]
+def _sections(settings: Settings, store: Store, task: Task) -> list[str]:
+    from worker.review.hooks import prompt_sections
+
     try:
-        return list(fn(settings, store, task))
+        return list(prompt_sections(settings, store, task))
     except Exception as exc:  # knowledge is a help, never a blocker
         log.warning("could not build the knowledge sections: %s", exc)
         return []

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
-from worker.daemon.serve import Cycle, serve
+
+if TYPE_CHECKING:
+    from worker.daemon.serve import Cycle
 
 
 def serve_command(
@@ -29,6 +31,8 @@ def serve_command(
     if interval is not None:
         daemon = settings.daemon.model_copy(update={"interval_s": interval})
         settings = settings.model_copy(update={"daemon": daemon})
+    from worker.daemon.serve import serve
+
     report = serve(settings, max_cycles=max_cycles, on_cycle=None if as_json else _print_cycle)
     data = {
         "cycles": report.cycles,

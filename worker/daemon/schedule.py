@@ -15,9 +15,11 @@ import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
-from worker.config import Settings
+if TYPE_CHECKING:  # pydantic is not needed to print `worker --help`
+    from worker.config import Settings
 
 
 class Kind(StrEnum):

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from worker.config import Settings
 from worker.fsutil import atomic_write_text, quarantine
 from worker.kernel.model import ALL_TASKS, ControlOrder, Order
-from worker.sources.inbox import Message
+from worker.sources.message import Message, addressed_messages
 
 log = logging.getLogger(__name__)
 
@@ -135,16 +135,9 @@ def _from_control_dir(folder: Path) -> list[ControlOrder]:
 
 def _from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
     orders = []
-    for path in _json_files(settings.inbox):
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            continue
-        if not any(needle in raw for needle in _NEEDLES):
-            continue  # cheap: ordinary messages are never parsed here
-        try:
-            message = Message.model_validate_json(raw)
-        except ValidationError:
+    for entry in addressed_messages(settings.inbox, settings.machine_id):
+        message, path = entry.message, entry.path
+        if message is None:
             continue  # the inbox source quarantines it with its reason
         if message.to not in (settings.machine_id, "all") or message.status != "unread":
             continue

@@ -16,7 +16,7 @@ from worker.kernel import control, db, staleness
 from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, ReplySignal, StaleItem
 from worker.models import Outcome, Task, TaskResult
 from worker.sources.base import TaskSource
-from worker.sources.inbox import Message
+from worker.sources.message import Message
 from worker.store import Store
 
 log = logging.getLogger(__name__)

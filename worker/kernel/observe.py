@@ -16,7 +16,7 @@ from worker.errors import MalformedInput
 from worker.kernel import control, db, staleness
 from worker.kernel.model import ReplySignal, Snapshot, StaleItem, WaitingFlow
 from worker.kernel.replies import ReplyClassifier, interpret
-from worker.sources.inbox import Message
+from worker.sources.message import addressed_messages
 from worker.store import Store
 from worker.waits.state import load_wait_state, wait_state_files
 
@@ -83,13 +83,9 @@ def reply_signals(
         return []
     approvers = settings.waits.approvers
     found = []
-    for path in sorted(settings.inbox.glob("*.json")):
-        try:
-            raw = path.read_bytes()
-            if b'"in_reply_to"' not in raw or b'"in_reply_to": null' in raw:
-                continue  # cheap: only replies are parsed
-            message = Message.model_validate_json(raw)
-        except (OSError, ValueError):
+    for entry in addressed_messages(settings.inbox, settings.machine_id):
+        message = entry.message
+        if message is None or not message.in_reply_to:
             continue
         if message.in_reply_to not in task_ids or message.sender == settings.machine_id:
             continue

@@ -8,59 +8,25 @@ unknown keys are kept. A message that cannot be read is moved to `rejected/` wit
 
 from __future__ import annotations
 
-import contextlib
 import builtins
+import contextlib
 import json
 import logging
 import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.fsutil import atomic_write_text, quarantine
 from worker.models import Outcome, Task, TaskResult
 from worker.sources.base import Listing, Skipped
+from worker.sources.message import Message, addressed_messages
 from worker.store import Store
 
 log = logging.getLogger(__name__)
-
-_PRIORITY_WORDS = {"urgent": 0, "critical": 0, "high": 2, "medium": 5, "normal": 5, "low": 8}
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    id: str = Field(min_length=1, max_length=200)
-    sender: str = Field(alias="from", min_length=1)
-    to: str = Field(min_length=1)
-    subject: str = ""
-    body: str = ""
-    status: str = "unread"
-    priority: int | str = "normal"
-    created_at: datetime | None = None
-    thread_id: str | None = None
-    in_reply_to: str | None = None
-    mode: str | None = None
-
-    @field_validator("id")
-    @classmethod
-    def _safe_id(cls, value: str) -> str:
-        if any(ch in value for ch in "/\\\0") or value.startswith("."):
-            raise ValueError("must not contain path separators or start with a dot")
-        return value
-
-    @property
-    def rank(self) -> int:
-        if isinstance(self.priority, int):
-            return max(0, min(9, self.priority))
-        return _PRIORITY_WORDS.get(self.priority.strip().lower(), 5)
-
-    def dump(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2) + "\n"
 
 
 class InboxSource:
@@ -74,7 +40,6 @@ class InboxSource:
         self.claimed = self.root / "claimed"
         self.done = self.root / "done"
         self.rejected = self.root / "rejected"
-        self._needles = (b'"all"', json.dumps(settings.machine_id).encode())
 
     # -- listing ----------------------------------------------------------------------------
     def list(self) -> Listing:
@@ -85,9 +50,10 @@ class InboxSource:
         from worker.kernel.control import is_control_message
 
         found: builtins.list[tuple[Message, Path]] = []
-        for path in self._message_files():
-            message = self._read(path, listing)
+        for entry in addressed_messages(self.root, self.settings.machine_id):
+            message, path = entry.message, entry.path
             if message is None:
+                self._reject(path, entry.error or "unreadable", listing)
                 continue
             if message.to not in (self.settings.machine_id, "all"):
                 continue
@@ -106,35 +72,14 @@ class InboxSource:
         listing.tasks = [self._task(message, path) for message, path in found]
         return listing
 
-    def _message_files(self) -> builtins.list[Path]:
-        with os.scandir(self.root) as entries:
-            return sorted(
-                Path(entry.path)
-                for entry in entries
-                if entry.name.endswith(".json")
-                and not entry.name.startswith(".")
-                and entry.is_file()
-            )
-
-    def _read(self, path: Path, listing: Listing | None) -> Message | None:
+    def _read(self, path: Path) -> Message | None:
+        """One message file, wherever it is (for `--task-id` and status updates)."""
         try:
-            raw = path.read_bytes()
+            return Message.model_validate_json(path.read_bytes())
         except FileNotFoundError:
-            return None  # taken by another run meanwhile
-        except OSError as exc:
-            self._reject(path, f"unreadable: {exc}", listing)
             return None
-        # Cheap pre-filter: a message for another machine is never parsed.
-        if listing is not None and not any(needle in raw for needle in self._needles):
-            return None
-        try:
-            return Message.model_validate_json(raw)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'message'}: {err['msg']}"
-                for err in exc.errors()[:5]
-            )
-            self._reject(path, f"invalid message: {problems}", listing)
+        except (OSError, ValidationError) as exc:
+            log.warning("inbox: cannot read %s: %s", path, exc)
             return None
 
     def _reject(self, path: Path, reason: str, listing: Listing | None) -> None:
@@ -162,7 +107,7 @@ class InboxSource:
         for folder in (self.root, self.claimed, self.done):
             path = folder / f"{task_id}.json"
             if path.is_file():
-                message = self._read(path, None)
+                message = self._read(path)
                 if message is not None:
                     return self._task(message, path)
         return None
@@ -230,7 +175,7 @@ class InboxSource:
         self.store.release_claim(task.id, state)
 
     def _set_status(self, path: Path, status: str) -> None:
-        message = self._read(path, None)
+        message = self._read(path)
         if message is not None:
             message.status = status
             atomic_write_text(path, message.dump())
@@ -282,11 +227,3 @@ def _ts(value: datetime | None) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.timestamp()
-
-
-def write_message(folder: Path, data: dict[str, Any]) -> Path:
-    """Validate and write one message file (used by the intercom and tests)."""
-    message = Message.model_validate(data)
-    path = folder / f"{message.id}.json"
-    atomic_write_text(path, message.dump())
-    return path

@@ -98,9 +98,9 @@ class UserApproval:
 
     def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
         out = [self._local(ctx, wait) for wait in waits]
-        remote = [wait for wait, verdict in zip(waits, out, strict=True) if verdict.answer is None]
-        for wait, verdict in zip(remote, github_approval(ctx, remote), strict=True):
-            index = waits.index(wait)
+        pending = [i for i, verdict in enumerate(out) if verdict.answer is None]
+        remote = [waits[i] for i in pending]
+        for index, verdict in zip(pending, github_approval(ctx, remote), strict=True):
             verdict.ignored = out[index].ignored + verdict.ignored
             verdict.consume = out[index].consume + verdict.consume
             out[index] = verdict

@@ -3,15 +3,11 @@ notes and the inbox's replies. Every condition asks these, so each folder is rea
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from worker.config import Settings
-from worker.sources.inbox import Message
+from worker.sources.message import Message, addressed_messages
 from worker.waits import intercom
 from worker.waits.intercom import Note
 from worker.waits.state import WaitState
@@ -51,24 +47,9 @@ class Lookups:
         if not root.is_dir():
             return self._replies
         me = self.settings.machine_id
-        needle = json.dumps(me).encode()
-        with os.scandir(root) as entries:
-            names = sorted(
-                e.name
-                for e in entries
-                if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
-            )
-        for name in names:
-            path = root / name
-            try:
-                raw = path.read_bytes()
-            except OSError:
-                continue
-            if needle not in raw:  # cheap: a message for another machine is never parsed
-                continue
-            try:
-                message = Message.model_validate_json(raw)
-            except ValidationError:
+        for entry in addressed_messages(root, me):
+            path, message = entry.path, entry.message
+            if message is None:
                 continue  # the inbox source quarantines it with its reason
             if (
                 message.to == me
