@@ -320,9 +320,22 @@ def test_command_agent_with_prompt_in_a_file(workspace: Path, tmp_path: Path) ->
     )
     agent.chmod(0o755)
     (workspace / "modes").mkdir()
-    (workspace / "modes" / "modes.json").write_text(json.dumps({"modes": [{
-        "id": "plain", "model": "local-model", "maxIterations": 2, "agent": "command",
-        "command": [str(agent), "{prompt_file}", "{model}"], "default": True}]}))
+    (workspace / "modes" / "modes.json").write_text(
+        json.dumps(
+            {
+                "modes": [
+                    {
+                        "id": "plain",
+                        "model": "local-model",
+                        "maxIterations": 2,
+                        "agent": "command",
+                        "command": [str(agent), "{prompt_file}", "{model}"],
+                        "default": True,
+                    }
+                ]
+            }
+        )
+    )
     write_message(workspace, "msg-cmd")
     report = run(workspace)
     assert report.outcome.value == "success" and report.reason == "via file"
