@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ExitCode(IntEnum):
@@ -41,3 +45,11 @@ class LockHeld(WorkerError):
 
 class MalformedInput(WorkerError):
     """A file, message, API answer or agent output could not be read; names what was wrong."""
+
+
+def describe_validation(exc: ValidationError, root: str = "(root)", limit: int = 5) -> str:
+    """`key.path: problem; ...` for the first `limit` problems of a Pydantic error."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in err['loc']) or root}: {err['msg']}"
+        for err in exc.errors()[:limit]
+    )

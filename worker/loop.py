@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -34,11 +33,8 @@ from worker.sources.fallback import failure_report, run_checks
 from worker.status import parse_status
 from worker.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
-from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_state
+from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
 from worker.workspace_git import changed_files, diff_digest, save_diff
-
-# Without a known reset time, back off 15, 30, 60 minutes (../shared/REFERENCE.md).
-USAGE_LIMIT_BACKOFF_S = (900, 1800, 3600)
 
 
 class Progress(Protocol):
@@ -169,8 +165,18 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             )
         if agent.usage_limit_hit:
             ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
-            result.wait_state = _save_usage_wait(
-                ctx, task, mode, model, iteration, agent, session_id, result, start.usage_limit_hits
+            point = WaitPoint(
+                task,
+                mode.id,
+                model,
+                iteration,
+                agent.final_text,
+                session_id,
+                result.modes,
+                result.cost_usd,
+            )
+            result.wait_state = save_usage_wait(
+                settings, point, agent.rate_limited_until, start.usage_limit_hits
             )
             return finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
 
@@ -261,9 +267,18 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 Outcome.SUCCESS, status.reason or "the agent reported success", "AGENT_SUCCESS"
             )
         if state == "wait":
-            result.wait_state = _save_wait(
-                ctx, task, mode, model, iteration, agent, status, session_id, result
+            point = WaitPoint(
+                task,
+                mode.id,
+                model,
+                iteration,
+                agent.final_text,
+                session_id,
+                result.modes,
+                result.cost_usd,
             )
+            result.wait_state, codes = save_agent_wait(settings, point, status)
+            result.reason_codes += codes
             return finish(
                 Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
             )
@@ -335,103 +350,3 @@ def _verify(agent: AgentResult) -> StatusBlock:
     if status.status is not None and status.reason_code == "UNKNOWN_STATUS":
         return StatusBlock(None, f"unknown status {status.status!r}", reason_code="UNKNOWN_STATUS")
     return status
-
-
-def _base_wait(
-    ctx: LoopContext,
-    task: Task,
-    mode: Mode,
-    model: str,
-    iteration: int,
-    agent: AgentResult,
-    session_id: str | None,
-    result: TaskResult,
-) -> WaitState:
-    return WaitState.model_validate(
-        {
-            "taskId": task.id,
-            "timestamp": datetime.now(UTC),
-            "resumeWhen": "user_approval",
-            "context": WaitContext(
-                mode=mode.id,
-                model=model,
-                iteration=iteration,
-                outputSnippet=agent.final_text[-1000:],
-            ),
-            "source": task.source,
-            "sourceRef": _jsonable(task.ref),
-            "taskTitle": task.title,
-            "taskBody": task.body,
-            "taskSender": task.sender,
-            "sessionId": session_id,
-            "modesUsed": result.modes,
-            "costUsd": result.cost_usd,
-            "approvers": ctx.settings.waits.approvers,
-        }
-    )
-
-
-def _save_wait(
-    ctx: LoopContext,
-    task: Task,
-    mode: Mode,
-    model: str,
-    iteration: int,
-    agent: AgentResult,
-    status: StatusBlock,
-    session_id: str | None,
-    result: TaskResult,
-) -> Path:
-    state = _base_wait(ctx, task, mode, model, iteration, agent, session_id, result)
-    state.reason = status.reason
-    state.wait_for = status.wait_for or ""
-    when = (status.resume_when or "").strip()
-    kind = when.split(":", 1)[0].strip().lower()
-    if kind not in CONDITIONS:
-        result.reason_codes.append("WAIT_CONDITION_DEFAULTED")
-        when = "user_approval"
-    elif kind == "time":
-        at = _parse_time(when.split(":", 1)[1] if ":" in when else "")
-        state.resume_at = at or datetime.now(UTC) + timedelta(hours=1)
-        when = "time"
-    state.resume_when = when
-    return save_wait_state(ctx.settings.wait_states, state, ctx.settings.waits.expiry_days)
-
-
-def _save_usage_wait(
-    ctx: LoopContext,
-    task: Task,
-    mode: Mode,
-    model: str,
-    iteration: int,
-    agent: AgentResult,
-    session_id: str | None,
-    result: TaskResult,
-    hits: int,
-) -> Path:
-    state = _base_wait(ctx, task, mode, model, iteration, agent, session_id, result)
-    margin = ctx.settings.waits.usage_limit_margin_s
-    if agent.rate_limited_until:
-        at = datetime.fromtimestamp(agent.rate_limited_until + margin, UTC)
-    else:
-        backoff = USAGE_LIMIT_BACKOFF_S[min(hits, len(USAGE_LIMIT_BACKOFF_S) - 1)]
-        at = datetime.now(UTC) + timedelta(seconds=backoff)
-    state.reason = "agent usage limit reached"
-    state.wait_for = f"usage limit reset at {at.isoformat()}"
-    state.resume_when = "time"
-    state.resume_at = at
-    extra = state.model_extra if state.model_extra is not None else {}
-    extra["usageLimitHits"] = hits + 1
-    return save_wait_state(ctx.settings.wait_states, state, ctx.settings.waits.expiry_days)
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        at = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
-
-
-def _jsonable(ref: dict[str, object]) -> dict[str, object]:
-    return {k: v for k, v in ref.items() if isinstance(v, str | int | float | bool | list)}

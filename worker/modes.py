@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worker.errors import ConfigError
+from worker.errors import ConfigError, describe_validation
 from worker.models import Task
 
 
@@ -119,9 +119,7 @@ def load_modes(path: Path | None) -> ModeSet:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: not valid JSON at line {exc.lineno}: {exc.msg}") from exc
     except ValidationError as exc:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        details = describe_validation(exc, limit=20)
         raise ConfigError(f"{source}: invalid modes: {details}") from exc
     return validate_modes(parsed.modes, source)
 

@@ -5,18 +5,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
-from worker.errors import LockHeld, UsageError
+from worker.errors import UsageError
+from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
 from worker.scheduling import Decision, Reason, Snapshot, decide
@@ -110,29 +109,11 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         from worker.workspace_git import ensure_repo
 
         ensure_repo(settings.workspace)
-    with _workspace_lock(settings), Store(settings.db_path) as store:
+    with workspace_lock(settings), Store(settings.db_path) as store:
         try:
             return _run(settings, options, modes, store)
         finally:
             _STOP.clear()  # a stop asked just before the run still stops it
-
-
-@contextlib.contextmanager
-def _workspace_lock(settings: Settings) -> Iterator[None]:
-    from filelock import FileLock, Timeout
-
-    settings.state.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(settings.state / "run.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise LockHeld(
-            f"another worker run holds the lock of {settings.workspace}; try again later"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _snapshot(

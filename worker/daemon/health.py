@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worker.fsutil import atomic_write_text
 from worker.store import Store
 
 READY_KEY = "serve.ready"
@@ -73,7 +73,7 @@ def mark_ready(store: Store, state_dir: Path, **extra: Any) -> None:
     record = {**identity(), "at": time.time(), **extra}
     _put(store, READY_KEY, record)
     _put(store, HEARTBEAT_KEY, {**identity(), "at": record["at"], "phase": "ready"})
-    _atomic_write(ready_file(state_dir), json.dumps(record, sort_keys=True) + "\n")
+    atomic_write_text(ready_file(state_dir), json.dumps(record, sort_keys=True) + "\n")
 
 
 def beat(store: Store, **extra: Any) -> None:
@@ -136,18 +136,3 @@ class Heartbeat:
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

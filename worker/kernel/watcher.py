@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -97,31 +96,17 @@ class StopWatcher:
 def _save_pause(
     settings: Settings, task: Task, result: TaskResult, mode_id: str, action: Action
 ) -> Path:
-    from worker.waits.state import WaitContext, WaitState, save_wait_state
+    from worker.waits.saving import WaitPoint, save_pause
 
     last = result.iterations[-1] if result.iterations else None
-    state = WaitState.model_validate(
-        {
-            "taskId": task.id,
-            "timestamp": datetime.now(UTC),
-            "resumeWhen": "user_approval",
-            "reason": f"paused by an order: {action.detail}",
-            "waitFor": "a resume order",
-            "context": WaitContext(
-                mode=result.mode or mode_id,
-                model=last.model if last else "",
-                iteration=last.iteration if last else 1,
-                outputSnippet=result.final_text[-1000:],
-            ),
-            "source": task.source,
-            "taskTitle": task.title,
-            "taskBody": task.body,
-            "sourceRef": {k: v for k, v in task.ref.items() if isinstance(v, str | int | float)},
-            "sessionId": result.session_id,
-            "modesUsed": result.modes,
-            "costUsd": result.cost_usd,
-            "approvers": settings.waits.approvers,
-            "resumeBrief": f"paused in {result.mode or mode_id}: {task.title}"[:300],
-        }
+    point = WaitPoint(
+        task,
+        result.mode or mode_id,
+        last.model if last else "",
+        last.iteration if last else 1,
+        result.final_text,
+        result.session_id,
+        result.modes,
+        result.cost_usd,
     )
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+    return save_pause(settings, point, action.detail)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from worker.errors import MalformedInput
+from worker.errors import MalformedInput, describe_validation
 
 _FENCE = re.compile(r"^```(?:json)?\s*\n(?P<body>.*)\n```\s*$", re.DOTALL)
 DOC_PATH = re.compile(r"^(?P<folder>[a-z]+)/(?P<name>[a-z0-9][a-z0-9_-]{0,60})\.md$")
@@ -122,10 +122,7 @@ def parse_answer(reviewer: str, text: str) -> Answer:
     try:
         return ANSWER_MODELS[reviewer].model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors()[:5]
-        )
+        problems = describe_validation(exc)
         raise MalformedInput(
             f"{reviewer} reviewer: answer does not fit the schema: {problems}"
         ) from exc

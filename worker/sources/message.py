@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from worker.errors import describe_validation
 from worker.fsutil import atomic_write_text
 
 _CACHE_MAX_AGE_S = 2.0
@@ -103,10 +104,7 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
         try:
             entries.append(InboxEntry(path, Message.model_validate_json(raw)))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'message'}: {err['msg']}"
-                for err in exc.errors()[:5]
-            )
+            problems = describe_validation(exc, root="message")
             entries.append(InboxEntry(path, None, f"invalid message: {problems}"))
     _cache[key] = (mtime, now, entries)
     return entries

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from worker.config import Settings
-from worker.errors import LockHeld, MalformedInput, UsageError
+from worker.errors import MalformedInput, UsageError
+from worker.locking import workspace_lock
 from worker.models import Outcome
 from worker.store import Store
 from worker.waits import intercom
@@ -33,19 +34,9 @@ def _ledger(settings: Settings, create: bool = False) -> Iterator[Ledger | None]
 @contextlib.contextmanager
 def _run_lock(settings: Settings) -> Iterator[Store]:
     """The workspace's run lock: no run resumes a wait while we end it."""
-    from filelock import FileLock, Timeout
-
-    settings.state.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(settings.state / "run.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise LockHeld("a worker run is active in this workspace; try again when it ends") from None
-    try:
-        with Store(settings.db_path) as store:
-            yield store
-    finally:
-        lock.release()
+    busy = "a worker run is active in this workspace; try again when it ends"
+    with workspace_lock(settings, busy), Store(settings.db_path) as store:
+        yield store
 
 
 def _row(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worker.errors import MalformedInput
+from worker.errors import MalformedInput, describe_validation
 from worker.fsutil import atomic_write_text
 from worker.models import Task
 
@@ -138,10 +138,7 @@ def load_wait_state(path: Path) -> WaitState:
     except OSError as exc:
         raise MalformedInput(f"{path.name}: cannot read: {exc.strerror}") from exc
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'file'}: {err['msg']}"
-            for err in exc.errors()[:5]
-        )
+        problems = describe_validation(exc, root="file")
         raise MalformedInput(f"{path.name}: not a wait state: {problems}") from exc
 
 

@@ -1,0 +1,120 @@
+"""Building the wait state of a task that stops to wait: the agent's `STATUS: wait`, a usage
+limit, or a pause order. One place, so every wait carries the same fields (the task's source,
+sender, session, modes, cost) and resumes the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from worker.models import StatusBlock, Task
+from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_state
+
+if TYPE_CHECKING:
+    from worker.config import Settings
+
+# Without a known reset time, back off 15, 30, 60 minutes (../shared/REFERENCE.md).
+USAGE_LIMIT_BACKOFF_S = (900, 1800, 3600)
+
+
+@dataclass
+class WaitPoint:
+    """Where the task stands when it stops to wait."""
+
+    task: Task
+    mode: str
+    model: str
+    iteration: int
+    output: str = ""
+    session_id: str | None = None
+    modes_used: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+
+
+def base_state(
+    settings: Settings, point: WaitPoint, resume_when: str = "user_approval"
+) -> WaitState:
+    task = point.task
+    return WaitState.model_validate(
+        {
+            "taskId": task.id,
+            "timestamp": datetime.now(UTC),
+            "resumeWhen": resume_when,
+            "context": WaitContext(
+                mode=point.mode,
+                model=point.model,
+                iteration=point.iteration,
+                outputSnippet=point.output[-1000:],
+            ),
+            "source": task.source,
+            "sourceRef": {
+                k: v for k, v in task.ref.items() if isinstance(v, str | int | float | bool | list)
+            },
+            "taskTitle": task.title,
+            "taskBody": task.body,
+            "taskSender": task.sender,
+            "sessionId": point.session_id,
+            "modesUsed": point.modes_used,
+            "costUsd": point.cost_usd,
+            "approvers": settings.waits.approvers,
+        }
+    )
+
+
+def save_agent_wait(
+    settings: Settings, point: WaitPoint, status: StatusBlock
+) -> tuple[Path, list[str]]:
+    """The agent asked to wait: its WAIT_FOR and RESUME_WHEN; an unknown condition becomes
+    `user_approval` (reason code WAIT_CONDITION_DEFAULTED) so that a human can release it."""
+    codes: list[str] = []
+    state = base_state(settings, point)
+    state.reason = status.reason
+    state.wait_for = status.wait_for or ""
+    when = (status.resume_when or "").strip()
+    kind = when.split(":", 1)[0].strip().lower()
+    if kind not in CONDITIONS:
+        codes.append("WAIT_CONDITION_DEFAULTED")
+        when = "user_approval"
+    elif kind == "time":
+        at = _parse_time(when.split(":", 1)[1] if ":" in when else "")
+        state.resume_at = at or datetime.now(UTC) + timedelta(hours=1)
+        when = "time"
+    state.resume_when = when
+    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days), codes
+
+
+def save_usage_wait(
+    settings: Settings, point: WaitPoint, resets_at: float | None, hits: int
+) -> Path:
+    """A usage limit: a timed wait until the reset plus a margin, or a growing backoff."""
+    state = base_state(settings, point, "time")
+    if resets_at:
+        at = datetime.fromtimestamp(resets_at + settings.waits.usage_limit_margin_s, UTC)
+    else:
+        backoff = USAGE_LIMIT_BACKOFF_S[min(hits, len(USAGE_LIMIT_BACKOFF_S) - 1)]
+        at = datetime.now(UTC) + timedelta(seconds=backoff)
+    state.reason = "agent usage limit reached"
+    state.wait_for = f"usage limit reset at {at.isoformat()}"
+    state.resume_at = at
+    extra = state.model_extra if state.model_extra is not None else {}
+    extra["usageLimitHits"] = hits + 1
+    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+
+
+def save_pause(settings: Settings, point: WaitPoint, detail: str) -> Path:
+    """A pause order: the task waits for a resume order (an approval)."""
+    state = base_state(settings, point)
+    state.reason = f"paused by an order: {detail}"
+    state.wait_for = "a resume order"
+    state.resume_brief = f"paused in {point.mode}: {point.task.title}"[:300]
+    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
