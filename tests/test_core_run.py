@@ -341,3 +341,14 @@ def test_command_agent_with_prompt_in_a_file(workspace: Path, tmp_path: Path) ->
     assert report.outcome.value == "success" and report.reason == "via file"
     log = next((workspace / ".worker" / "logs").rglob("iteration-1.jsonl")).read_text()
     assert "model=local-model" in log
+
+
+def test_shipped_modes_pass_their_permission_mode_to_claude(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """Headless claude cannot ask: the shipped modes allow edits explicitly, nothing more."""
+    write_message(workspace, "msg-perm")
+    run(workspace)
+    argv = fake_claude.task_calls[0]["argv"]
+    assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
+    assert "--dangerously-skip-permissions" not in argv
