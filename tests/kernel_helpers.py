@@ -54,9 +54,16 @@ def stale(item_id: str, kind: str = "claim", work: bool = False) -> StaleItem:
 
 
 def reply(
-    task_id: str, signal: str, confidence: float, acts: bool, trusted: bool = True
+    task_id: str,
+    signal: str,
+    confidence: float,
+    acts: bool,
+    trusted: bool = True,
+    may_stop: bool = True,
 ) -> ReplySignal:
-    return ReplySignal(f"r-{task_id}-{signal}", task_id, signal, confidence, acts, "bob", trusted)
+    return ReplySignal(
+        f"r-{task_id}-{signal}", task_id, signal, confidence, acts, "bob", trusted, may_stop
+    )
 
 
 def snap(**fields: object) -> Snapshot:

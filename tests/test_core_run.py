@@ -352,3 +352,29 @@ def test_shipped_modes_pass_their_permission_mode_to_claude(
     argv = fake_claude.task_calls[0]["argv"]
     assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
     assert "--dangerously-skip-permissions" not in argv
+
+
+def test_the_agent_never_gets_the_workers_github_token(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent reading untrusted text must not be able to act as the worker on GitHub."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "x" * 36)
+    monkeypatch.setenv("WORKER_GITHUB_TOKEN", "ghp_" + "y" * 36)
+    monkeypatch.setenv("GH_TOKEN", "ghp_" + "x" * 36)
+    write_message(workspace, "msg-token")
+    assert run(workspace).outcome.value == "success"
+    assert fake_claude.task_calls[0]["tokens"] == []
+
+
+def test_a_message_in_a_waiting_tasks_thread_is_its_answer_not_a_new_task(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    fake_claude.answers({"status": "wait", "wait_for": "Bob", "resume_when": "roosync_response"})
+    write_message(workspace, "msg-w")
+    assert run(workspace).outcome.value == "waiting"
+    write_message(workspace, "answer", thread_id="msg-w", subject="here you go")
+    write_message(workspace, "own-thread", thread_id="own-thread")
+    report = run(workspace)
+    # The answer resumes the waiting task; a message that starts its own thread is a task.
+    assert report.task_id == "msg-w" and report.source == "wait"
+    assert run(workspace).task_id == "own-thread"

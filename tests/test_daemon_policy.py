@@ -85,3 +85,26 @@ def test_daemon_section_of_worker_toml_is_validated(tmp_path: Path) -> None:
     )
     d = load_settings(tmp_path).daemon
     assert d.stable_window_s == 30 and d.build_command == ["make"]
+
+
+def test_a_window_shorter_than_the_backoff_at_its_cap_is_refused() -> None:
+    """The backoff is not reset by a crash, so a burst can start with every delay at the cap:
+    4 x 60 s = 240 s between five crashes. A 100 s window (wider than 1+2+4+8) never trips."""
+    with pytest.raises(ValidationError, match="must exceed the sum"):
+        DaemonSettings(crash_loop_window_s=100)
+
+
+def test_a_crash_loop_is_caught_even_after_the_backoff_reached_its_cap() -> None:
+    """Crashes every 5 min push the delay to its cap; a burst after that still trips."""
+    s = DaemonSettings(backoff_jitter=0)
+    policy = RestartPolicy(s, random.Random(0))
+    now = 0.0
+    for _ in range(8):  # slow crashes, each a long way outside the window
+        now += 400.0
+        policy.on_exit(exit_code=1, uptime_s=100, now=now)
+    verdicts = []
+    for _ in range(5):  # now it dies as soon as it starts
+        decision = policy.on_exit(exit_code=1, uptime_s=0.5, now=now)
+        verdicts.append(decision.verdict)
+        now += decision.delay_s + 0.5
+    assert Verdict.CRASH_LOOP in verdicts

@@ -270,3 +270,40 @@ def test_sigterm_with_the_real_runner_puts_the_message_back(
 def test_sigterm_stops_a_silent_agent_promptly(workspace: Path, fake_claude: FakeAgent) -> None:
     code, _ = _serve_real_runner_until_sigterm(workspace, fake_claude, 300, 15)
     assert code == 0
+
+
+def test_a_stop_landing_just_before_a_cycle_starts_is_not_lost(workspace: Path) -> None:
+    """SIGTERM right after the loop checked for a stop, before the cycle began: the cycle
+    must not run a whole task unasked-to-stop (the phase was still "idle" then)."""
+    settings = _settings(workspace)
+    ran: list[bool] = []  # one entry per run_once: was a stop requested by then?
+    stop_requests: list[str] = []
+
+    def run_once(s: Settings, options: object) -> Report:
+        ran.append(bool(stop_requests))
+        return Report("idle")
+
+    server = Server(
+        settings, run_once=run_once, make_options=dict, request_stop=stop_requests.append
+    )
+
+    class _SignalAfterCheck(threading.Event):
+        """The loop's first look at the flag says "go on"; the signal lands right after."""
+
+        fired = False
+
+        def is_set(self) -> bool:
+            answer = super().is_set()
+            if not answer and not self.fired:
+                self.fired = True
+                server.stop("SIGTERM")
+            return answer
+
+    server._stopping = _SignalAfterCheck()
+    guard = _guard(server)
+    try:
+        report = server.run()
+    finally:
+        guard.cancel()
+    assert report.stopped_by == "SIGTERM"
+    assert all(ran), "a cycle ran after SIGTERM without being asked to stop"

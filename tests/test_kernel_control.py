@@ -227,3 +227,35 @@ def test_cancel_command_writes_an_order(workspace: Path, cli) -> None:  # type: 
     assert (order["action"], order["task"], order["reason"]) == ("pause", "m1", "later")
     both = cli.invoke(app, ["cancel", "m1", "--pause", "--resume", "--workspace", str(workspace)])
     assert isinstance(both.exception, UsageError)
+
+
+def test_a_rejecting_reply_from_someone_not_an_approver_cancels_nothing(workspace: Path) -> None:
+    """With approvers listed, only they may reject a wait: a "no" from bob is not a cancel."""
+    settings = _settings(workspace, waits={"approvers": ["carol"]})
+    path = _wait(settings, "w1")
+    write_message(workspace, "r1", **{"from": "bob"}, in_reply_to="w1", body="No, rejected.")
+    report = run_once(settings, RunOptions())
+    assert "WAIT_CANCELLED" not in report.reason_codes
+    assert path.exists()
+
+
+def test_a_stop_or_pause_message_from_someone_not_an_approver_is_refused(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """With approvers listed, a pause from anyone else must not lock a task away (only an
+    approver could resume it), nor may a stop from anyone else cancel it."""
+    settings = _settings(workspace, waits={"approvers": ["carol"]})
+    write_message(workspace, "m1")
+    write_message(workspace, "ctl-1", **{"from": "mallory"}, subject="PAUSE m1")
+    write_message(workspace, "ctl-2", **{"from": "mallory"}, subject="STOP *")
+    report = run_once(settings, RunOptions())
+    assert (report.task_id, report.outcome) == ("m1", Outcome.SUCCESS), report
+    assert "CONTROL_UNTRUSTED" in report.reason_codes
+
+
+def test_a_stop_message_from_an_approver_is_obeyed(workspace: Path, fake_claude: FakeAgent) -> None:
+    settings = _settings(workspace, waits={"approvers": ["carol"]})
+    write_message(workspace, "m1")
+    write_message(workspace, "ctl-1", **{"from": "carol"}, subject="CANCEL m1")
+    report = run_once(settings, RunOptions())
+    assert report.outcome is Outcome.IDLE and "QUEUED_DROPPED" in report.reason_codes

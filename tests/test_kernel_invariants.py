@@ -41,7 +41,12 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
     )
     signals = tuple(
         reply(
-            draw(IDS), draw(st.sampled_from(list(Signal))), c, c >= 0.6, trusted=draw(st.booleans())
+            draw(IDS),
+            draw(st.sampled_from(list(Signal))),
+            c,
+            c >= 0.6,
+            trusted=draw(st.booleans()),
+            may_stop=draw(st.booleans()),
         )
         for c in draw(st.lists(st.sampled_from([0.3, 0.55, 0.62, 0.7, 0.9]), max_size=2))
     )

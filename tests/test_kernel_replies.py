@@ -83,3 +83,9 @@ def test_deterministic_and_bounded(text: str) -> None:
     first, second = READ(text), READ(text)
     assert first == second and 0.0 <= first.confidence <= 1.0
     assert first.signal in set(Signal)
+
+
+def test_a_stop_reply_from_a_sender_who_may_not_stop_orders_nothing() -> None:
+    refused = interpret("r5", "t1", "stop it now", may_stop=False)
+    assert refused.acts and order_for_signal(refused) is None
+    assert order_for_signal(interpret("r6", "t1", "stop it now")) is not None

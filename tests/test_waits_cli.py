@@ -103,3 +103,32 @@ def test_status_at_a_glance(settings: Settings) -> None:
     )
     data = json.loads(run_worker(settings.workspace, "status", "--json").stdout)
     assert data["waiting"][0]["task_id"] == "msg-9" and data["last_run"] is None
+
+
+def test_approval_and_message_reach_a_wait_file_named_unlike_its_task(settings: Settings) -> None:
+    """The specification's tool may name its files freely (`wait-msg-20.json` for task
+    `msg-20`): `waits approve` and `intercom send` write where phase 0 reads that wait."""
+    from worker.store import Store
+    from worker.waits import phase0
+
+    settings.wait_states.mkdir(parents=True, exist_ok=True)
+    for name, task_id, when in (
+        ("wait-msg-20.json", "msg-20", "user_approval"),
+        ("wait-msg-21.json", "msg-21", "intercom_message"),
+    ):
+        spec = {
+            "taskId": task_id,
+            "timestamp": (datetime.now(UTC) - timedelta(minutes=5)).isoformat(),
+            "reason": "r",
+            "waitFor": "w",
+            "resumeWhen": when,
+            "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
+        }
+        (settings.wait_states / name).write_text(json.dumps(spec), encoding="utf-8")
+    assert cli(settings.workspace, "waits", "approve", "msg-20", "--note", "go").exit_code == 0
+    assert cli(settings.workspace, "intercom", "send", "msg-21", "use staging").exit_code == 0
+    shown = json.loads(cli(settings.workspace, "waits", "show", "msg-20", "--json").stdout)
+    assert [n["kind"] for n in shown["notes"]] == ["approval"]
+    with Store(settings.db_path) as store:
+        ready = {w.task.id: w.answer for w in phase0.scan(settings, store).ready}
+    assert "Note: go" in ready["msg-20"] and "use staging" in ready["msg-21"]

@@ -59,6 +59,23 @@ def redact(text: str) -> str:
     return _SECRET_SHAPES.sub("***", text)
 
 
+# The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
+# could otherwise act as the worker (approve its own wait, label issues as trusted work).
+_WORKER_SECRETS = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN")
+
+
+def child_env() -> dict[str, str]:
+    """The environment for child processes: ours, less the worker's tokens (and any variable
+    holding the same value under another name, such as GH_TOKEN)."""
+    env = dict(os.environ)
+    secrets = {env[name] for name in _WORKER_SECRETS if env.get(name)}
+    return {
+        name: value
+        for name, value in env.items()
+        if name not in _WORKER_SECRETS and value not in secrets
+    }
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -73,7 +90,8 @@ def run_process(
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
-    for a failing command (a missing executable is reported as `not_found`)."""
+    for a failing command (a missing executable is reported as `not_found`). Without `env`
+    the child gets `child_env()`: never the worker's GitHub token."""
     argv = [str(part) for part in argv]
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
@@ -84,7 +102,7 @@ def run_process(
             stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
+            env=dict(env) if env is not None else child_env(),
             text=True,
             encoding="utf-8",
             errors="replace",

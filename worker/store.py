@@ -212,7 +212,8 @@ class Store:
     def claim(
         self, task_id: str, source: str, machine_id: str, pid: int, lease_s: float, **detail: Any
     ) -> bool:
-        """Take a lease on a task; False if another live lease or a `done` mark holds it."""
+        """Take a lease on a task; False while another run's lease is live. A finished task
+        (done, failed) can be taken again: that is how `--task-id` reruns it."""
         now = time.time()
         with self.transaction() as db:
             row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()

@@ -38,7 +38,13 @@ def main() -> int:
             calls = sum(1 for _ in handle)
     if log_path:
         with open(log_path, "a", encoding="utf-8") as handle:
-            entry = {"argv": sys.argv[1:], "stdin": stdin, "cwd": os.getcwd(), "pid": os.getpid()}
+            entry = {
+                "argv": sys.argv[1:],
+                "stdin": stdin,
+                "cwd": os.getcwd(),
+                "pid": os.getpid(),
+                "tokens": sorted(k for k in os.environ if "GITHUB_TOKEN" in k or k == "GH_TOKEN"),
+            }
             handle.write(json.dumps(entry) + "\n")
     answers = script["answers"]
     answer = answers[min(calls, len(answers) - 1)]

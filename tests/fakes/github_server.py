@@ -50,6 +50,10 @@ class Fault:
     apply_first: bool = False  # do the write, then answer with the fault
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "Server Error"
+    body: Any = None  # answer with this JSON instead of `{"message": ...}` (malformed answers)
+
+    def answer(self) -> Any:
+        return {"message": self.message} if self.body is None else self.body
 
 
 @dataclass
@@ -194,6 +198,7 @@ class FakeGitHub:
         apply_first: bool = False,
         headers: dict[str, str] | None = None,
         message: str = "Server Error",
+        body: Any = None,
     ) -> None:
         self.faults.append(
             Fault(
@@ -205,6 +210,7 @@ class FakeGitHub:
                 apply_first,
                 headers or {},
                 message,
+                body,
             )
         )
 
@@ -414,11 +420,11 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             if login is None:
                 status, data, extra = 401, {"message": "Bad credentials"}, {}
             elif fault is not None and not fault.apply_first:
-                status, data, extra = fault.status, {"message": fault.message}, fault.headers
+                status, data, extra = fault.status, fault.answer(), fault.headers
             else:
                 status, data, extra = fake.handle(self.command, url.path, query, body, login)
                 if fault is not None:
-                    status, data, extra = fault.status, {"message": fault.message}, fault.headers
+                    status, data, extra = fault.status, fault.answer(), fault.headers
             payload = b"" if data is None else json.dumps(data).encode()
             etag = '"' + hashlib.sha1(payload).hexdigest() + '"'
             if (

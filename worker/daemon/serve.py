@@ -110,6 +110,10 @@ class Server:
             beat.start()
             while not self._stopping.is_set():
                 self._phase = "running"
+                if self._stopping.is_set():
+                    # stop() came between the check above and the phase change: it saw
+                    # "idle" and asked no one to stop, so the cycle must not begin.
+                    break
                 cycle, wait_s = self._one_cycle(cycles + 1)
                 self._phase = "idle"
                 cycles += 1

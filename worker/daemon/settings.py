@@ -50,12 +50,14 @@ class DaemonSettings(BaseModel):
 
     @model_validator(mode="after")
     def _window_covers_backoff(self) -> DaemonSettings:
-        worst = backoff_sum(self.backoff_base_s, self.backoff_cap_s, self.crash_loop_count - 1)
+        # A crash does not reset the backoff (only a stable run does), so a burst of crashes
+        # can begin with the delay already at its cap: the worst gap is count-1 capped delays.
+        worst = (self.crash_loop_count - 1) * self.backoff_cap_s
         if self.crash_loop_window_s <= worst:
             raise ValueError(
                 f"crash_loop_window_s ({self.crash_loop_window_s:g}) must exceed the sum of"
-                f" the first {self.crash_loop_count - 1} backoff delays ({worst:g} s), or a"
-                " crash loop is never detected; raise the window or lower the count"
+                f" {self.crash_loop_count - 1} backoff delays at their cap ({worst:g} s), or a"
+                " crash loop is never detected; raise the window, lower the count or the cap"
             )
         if self.backoff_cap_s < self.backoff_base_s:
             raise ValueError("backoff_cap_s must be at least backoff_base_s")
@@ -63,5 +65,5 @@ class DaemonSettings(BaseModel):
 
 
 def backoff_sum(base: float, cap: float, restarts: int) -> float:
-    """The longest time `restarts` back-to-back restarts can take (no jitter shortens it)."""
+    """The time `restarts` back-to-back restarts take from a fresh start (before jitter)."""
     return sum(min(cap, base * 2**n) for n in range(max(0, restarts)))

@@ -148,8 +148,7 @@ def _from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
         extra = message.model_extra or {}
         origin = "intercom" if extra.get("channel") == "intercom" else "inbox"
         at = message.created_at.timestamp() if message.created_at else path.stat().st_mtime
-        # Stopping is always allowed; resuming is approving: only a listed approver may.
-        trusted = bool(task_id) and (order is not Order.RESUME or message.sender in approvers)
+        trusted = bool(task_id) and may_order(order, message.sender, approvers)
         orders.append(
             ControlOrder(
                 message.id,
@@ -164,6 +163,18 @@ def _from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
             )
         )
     return orders
+
+
+def may_order(order: Order, sender: str, approvers: list[str]) -> bool:
+    """May this sender of a message give this order?
+
+    Resuming is approving: only a listed approver may. Stopping, cancelling and pausing are
+    open to anyone who can write to the inbox, unless approvers are listed: then only they
+    may (otherwise anyone could reject a wait, or pause a task that only an approver can
+    resume)."""
+    if order is Order.RESUME or approvers:
+        return sender in approvers
+    return True
 
 
 def _json_files(folder: Path) -> list[Path]:

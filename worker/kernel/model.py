@@ -138,7 +138,8 @@ class ReplySignal:
     confidence: float
     acts: bool  # above the signal's threshold
     sender: str = ""
-    trusted: bool = True
+    trusted: bool = True  # may resume (approve) the task
+    may_stop: bool = True  # may stop, cancel or pause it (`control.may_order`)
 
 
 @dataclass(frozen=True)

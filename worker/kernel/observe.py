@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from worker.config import Settings
 from worker.errors import MalformedInput
 from worker.kernel import control, db, staleness
-from worker.kernel.model import ReplySignal, Snapshot, StaleItem, WaitingFlow
+from worker.kernel.model import Order, ReplySignal, Snapshot, StaleItem, WaitingFlow
 from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
@@ -93,15 +93,15 @@ def reply_signals(
             continue
         if message.body.strip().lower().startswith(("/approve", "/reject")):
             continue  # an approval: the wait-state owner's (user_approval)
-        trusted = message.sender in approvers  # may this reply resume (approve) the task?
         found.append(
             interpret(
                 message.id,
                 message.in_reply_to or "",
                 message.body or message.subject,
                 message.sender,
-                trusted,
+                control.may_order(Order.RESUME, message.sender, approvers),
                 classifier,
+                control.may_order(Order.STOP, message.sender, approvers),
             )
         )
     return found

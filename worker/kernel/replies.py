@@ -214,19 +214,28 @@ def interpret(
     sender: str = "",
     trusted: bool = True,
     classifier: ReplyClassifier | None = None,
+    may_stop: bool = True,
 ) -> ReplySignal:
     reading = (classifier or KeywordClassifier()).classify(text)
     return ReplySignal(
-        reply_id, task_id, reading.signal.value, reading.confidence, reading.acts, sender, trusted
+        reply_id,
+        task_id,
+        reading.signal.value,
+        reading.confidence,
+        reading.acts,
+        sender,
+        trusted,
+        may_stop,
     )
 
 
 def order_for_signal(reply: ReplySignal) -> ControlOrder | None:
-    """The order a reply stands for, when it is above its threshold (resume only if trusted)."""
+    """The order a reply stands for, when it is above its threshold and its sender may give
+    it (resume only if trusted; stop, cancel or pause only if `may_stop`)."""
     if not reply.acts or reply.signal not in _ORDERS:
         return None
     order, everything = _ORDERS[Signal(reply.signal)]
-    if order is Order.RESUME and not reply.trusted:
+    if not (reply.trusted if order is Order.RESUME else reply.may_stop):
         return None
     return ControlOrder(
         id=f"reply:{reply.reply_id}",

@@ -24,7 +24,8 @@ from worker.store import Store
 
 log = logging.getLogger(__name__)
 # Reviewers read; they never edit (worker writes their docs from the JSON answer).
-READ_ONLY_ARGS = ("--disallowedTools", "Edit", "Write", "NotebookEdit")
+# Reviewers only read; worker writes their documents itself (folder ownership).
+READ_ONLY_ARGS = ("--disallowedTools", "Edit", "Write", "NotebookEdit", "Bash")
 
 
 @dataclass

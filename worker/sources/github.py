@@ -20,6 +20,8 @@ from typing import Any
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
+from worker.proc import redact
+from worker.sources import github_pending
 from worker.sources.base import Listing, Skipped
 from worker.sources.github_claims import (
     check_trust,
@@ -82,17 +84,20 @@ class GitHubSource:
             log.warning(message)
             listing.errors.append(message)
             return listing
+        pending = github_pending.retry(self.store, self.report, self._issue_gone, listing.errors)
         tasks: builtins.list[Task] = []
         for repo in self.gh.repos:
             try:
-                tasks += self._list_repo(repo, listing)
+                tasks += self._list_repo(repo, listing, pending)
             except Exception as exc:  # one repository's failure is an error, not a crash
                 log.warning("github: %s: %s", repo, exc)
                 listing.errors.append(f"github {repo}: {exc}")
         listing.tasks = order(tasks)
         return listing
 
-    def _list_repo(self, repo: str, listing: Listing) -> builtins.list[Task]:
+    def _list_repo(
+        self, repo: str, listing: Listing, pending: set[str] | None = None
+    ) -> builtins.list[Task]:
         response = self.client.get(
             f"/repos/{repo}/issues",
             cache_key=f"issues:{repo}:{self.gh.label}",
@@ -108,21 +113,36 @@ class GitHubSource:
         login = self.client.login() if any(i.get("assignees") for i in issues) else None
         found = []
         for issue in issues[: self.gh.max_issues]:
-            task = issue_task(repo, issue)
-            verdict = screen(issue, self.gh, login)
-            code, detail = verdict.reason_code, verdict.detail
-            if code is None and self.gh.in_progress_label in task.labels:
-                code, detail = self._claimed(task, issue)
-            if code is None:
-                trusted, why = self._trusted(repo, issue)
-                if not trusted:
-                    code, detail = "UNTRUSTED_TRIGGER", why
+            try:
+                task = issue_task(repo, issue)
+                code, detail = self._verdict(repo, issue, task, login, pending or set())
+            except GitHubError:
+                raise  # the repository's error, not this issue's
+            except Exception as exc:  # an answer we cannot read: skip this issue only
+                where = f"{repo}#{issue.get('number', '?')}"
+                listing.skipped.append(Skipped(where, "MALFORMED_ISSUE", str(exc)[:200]))
+                continue
             if code is not None:
                 if code != "NOT_AN_ISSUE":
                     listing.skipped.append(Skipped(task.id, code, detail))
                 continue
             found.append(task)
         return found
+
+    def _verdict(
+        self, repo: str, issue: Issue, task: Task, login: str | None, pending: set[str]
+    ) -> tuple[str | None, str]:
+        if task.id in pending:
+            return "REPORT_PENDING", "its last outcome is not yet on GitHub"
+        verdict = screen(issue, self.gh, login)
+        code, detail = verdict.reason_code, verdict.detail
+        if code is None and self.gh.in_progress_label in task.labels:
+            code, detail = self._claimed(task, issue)
+        if code is None:
+            trusted, why = self._trusted(repo, issue)
+            if not trusted:
+                code, detail = "UNTRUSTED_TRIGGER", why
+        return code, detail
 
     def _claimed(self, task: Task, issue: Issue) -> tuple[str | None, str]:
         """A claim label: skip unless the claim may have expired (claim() makes sure)."""
@@ -185,8 +205,8 @@ class GitHubSource:
             return False
         try:
             code = self._claim_remote(task, repo, number, run_id)
-        except GitHubError as exc:
-            code = f"CLAIM_FAILED: {exc}"
+        except Exception as exc:  # GitHubError, or an answer we cannot read: not taken
+            code = f"CLAIM_FAILED: {redact(str(exc))}"
         if code is None:
             return True
         log.warning("github: not taking %s: %s", task.id, code)
@@ -224,19 +244,28 @@ class GitHubSource:
         comment = create_once(
             client, ("POST", path, {"body": claimed_body(head, me, run)}), find_mine
         )
-        client.request(
-            "POST", f"/repos/{repo}/issues/{number}/labels", body={"labels": [gh.in_progress_label]}
-        )
-        for label in set(gh.end_labels) & set(label_names(issue)):
-            self._remove_label(repo, number, label)
-        if gh.assign and login:
-            try:
-                client.request(
-                    "POST", f"/repos/{repo}/issues/{number}/assignees", body={"assignees": [login]}
-                )
-            except GitHubError as exc:  # not allowed with this token: the label is enough
-                log.info("github: cannot assign %s: %s", task.id, exc)
-        claims = parse_claims(client.comments(repo, number), task.id, login)
+        try:
+            client.request(
+                "POST",
+                f"/repos/{repo}/issues/{number}/labels",
+                body={"labels": [gh.in_progress_label]},
+            )
+            for label in set(gh.end_labels) & set(label_names(issue)):
+                self._remove_label(repo, number, label)
+            if gh.assign and login:
+                try:
+                    client.request(
+                        "POST",
+                        f"/repos/{repo}/issues/{number}/assignees",
+                        body={"assignees": [login]},
+                    )
+                except GitHubError as exc:  # not allowed with this token: the label is enough
+                    log.info("github: cannot assign %s: %s", task.id, exc)
+            claims = parse_claims(client.comments(repo, number), task.id, login)
+        except Exception:
+            # Half a claim: withdraw it, or it would keep every machine off for claim_ttl_s.
+            self._withdraw(repo, number, comment, had_label=gh.in_progress_label in task.labels)
+            raise
         holder = earliest_live(claims, gh.claim_ttl_s, ignore=others(claims))
         if holder is not None and holder.comment_id != int(comment["id"]):
             client.request("DELETE", f"/repos/{repo}/issues/comments/{comment['id']}")
@@ -244,6 +273,15 @@ class GitHubSource:
         task.ref.update(comment_id=int(comment["id"]), run=run)
         self._renewed[task.id] = time.time()
         return None
+
+    def _withdraw(self, repo: str, number: int, comment: Issue, had_label: bool) -> None:
+        """Best effort: delete our claim comment, and the claim label unless it was there."""
+        try:
+            self.client.request("DELETE", f"/repos/{repo}/issues/comments/{comment['id']}")
+            if not had_label:
+                self._remove_label(repo, number, self.gh.in_progress_label)
+        except Exception as exc:  # the claim then expires after claim_ttl_s
+            log.warning("github: could not withdraw the claim on %s#%s: %s", repo, number, exc)
 
     def renew(self, task: Task) -> None:
         if self.store is None:
@@ -277,7 +315,20 @@ class GitHubSource:
         Raises GitHubError when a step failed (the outcome is safe in SQLite)."""
         if self.dry_run or "repo" not in task.ref:
             return
-        report_to_issue(self.client, self.settings, task, result, open_pr=self.open_pr)
+        try:
+            report_to_issue(self.client, self.settings, task, result, open_pr=self.open_pr)
+        except Exception:  # kept for the next listing to send again (github_pending)
+            github_pending.keep(self.store, task.id, github_pending.result_to_json(task, result))
+            raise
+        github_pending.keep(self.store, task.id, None)
+
+    def _issue_gone(self, task: Task) -> bool:
+        """Deleted or transferred: a report can never reach it."""
+        try:
+            self.client.issue(task.ref["repo"], int(task.ref["number"]))
+        except GitHubError as exc:
+            return exc.status in (404, 410)
+        return False
 
     def _remove_label(self, repo: str, number: int, label: str) -> None:
         remove_label(self.client, repo, number, label)

@@ -151,7 +151,11 @@ class GitHubClient:
         count = 0
         while url is not None:
             response = self.request("GET", url, params=params)
+            if not isinstance(response.data, list | None):
+                raise GitHubError(f"GET {url}: expected a list, got {type(response.data).__name__}")
             for item in response.data or []:
+                if not isinstance(item, dict):
+                    continue  # not an API object: nothing any caller could read
                 yield item
                 count += 1
                 if count >= limit:
@@ -176,6 +180,8 @@ class GitHubClient:
             )
         except (requests.Timeout, requests.ConnectionError, TimeoutError, OSError) as exc:
             raise GitHubError(f"{verb} {path}: {type(exc).__name__}: {exc}") from None
+        except ValueError as exc:  # PyGithub could not read the answer's headers (a proxy?)
+            raise GitHubError(f"{verb} {path}: unreadable answer: {exc}") from None
         resp_headers = {key.lower(): value for key, value in resp_headers.items()}
         self._read_rate(resp_headers)
         if status == 304:
@@ -217,11 +223,11 @@ class GitHubClient:
 
     # -- rate limit -------------------------------------------------------------------------
     def _read_rate(self, headers: dict[str, str]) -> None:
-        remaining = headers.get("x-ratelimit-remaining")
-        if remaining is None:
+        remaining = to_int(headers.get("x-ratelimit-remaining"))
+        if remaining is None:  # absent, or not a number (a proxy's answer): keep what we knew
             return
         self.rate = RateLimit(
-            int(float(remaining)),
+            remaining,
             to_int(headers.get("x-ratelimit-limit")),
             to_float(headers.get("x-ratelimit-reset")),
         )
@@ -271,14 +277,15 @@ class GitHubClient:
         """The token's user (conditional GET /user, cached); None without a token."""
         if self._login is None:
             try:
-                self._login = self.get("/user", cache_key="user").data.get("login")
+                self._login = _object(self.get("/user", cache_key="user"), "/user").get("login")
             except GitHubError as exc:
                 log.warning("github: cannot read the token's user: %s", exc)
                 return None
         return self._login
 
     def issue(self, repo: str, number: int) -> dict[str, Any]:
-        return dict(self.request("GET", f"/repos/{repo}/issues/{number}").data)
+        path = f"/repos/{repo}/issues/{number}"
+        return _object(self.request("GET", path), path)
 
     def comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         return list(self.paginate(f"/repos/{repo}/issues/{number}/comments"))
@@ -289,9 +296,8 @@ class GitHubClient:
     def permission(self, repo: str, login: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` (no such collaborator)."""
         try:
-            data = self.request(
-                "GET", f"/repos/{repo}/collaborators/{quote(login)}/permission"
-            ).data
+            path = f"/repos/{repo}/collaborators/{quote(login)}/permission"
+            data = _object(self.request("GET", path), path)
         except GitHubError as exc:
             if exc.status in (403, 404):
                 return "none"
@@ -302,6 +308,13 @@ class GitHubClient:
     def has_write_access(self, repo: str, login: str) -> bool:
         """True when `login` may push to `repo` (admin, maintain or write)."""
         return self.permission(repo, login) in _WRITE_PERMISSIONS
+
+
+def _object(response: Response, path: str) -> dict[str, Any]:
+    """The answer's JSON object; a GitHubError naming the request when it is something else."""
+    if not isinstance(response.data, dict):
+        raise GitHubError(f"GET {path}: expected an object, got {type(response.data).__name__}")
+    return response.data
 
 
 def label_actor(events: list[dict[str, Any]], label: str) -> str | None:

@@ -30,18 +30,27 @@ def report_to_issue(
     end-state label, drop the claim label. Raises GitHubError naming what failed."""
     gh = settings.github
     repo, number = task.ref["repo"], int(task.ref["number"])
-    notes, errors = _deliver(client, settings, task, result, open_pr), []
+    errors: list[str] = []
+    try:
+        notes = _deliver(client, settings, task, result, open_pr)
+    except Exception as exc:  # an unreadable answer: the comment and labels still go out
+        notes = [f"⚠️ could not deliver the branch: {redact(str(exc))}"]
     try:
         _write_status(client, settings.machine_id, task, repo, number, result, notes)
     except GitHubError as exc:
         errors.append(str(exc))
     label = end_label(gh, result.outcome)
     try:
+        present: set[str] = set()
         if label is not None:
-            client.request(
+            labels = client.request(
                 "POST", f"/repos/{repo}/issues/{number}/labels", body={"labels": [label]}
-            )
-        remove_label(client, repo, number, gh.in_progress_label)
+            ).data
+            present = {str(x.get("name")) for x in labels or [] if isinstance(x, dict)}
+        # A resumed task ends without a new claim: its earlier end state (waiting) goes too.
+        stale = (set(gh.end_labels) & present) - {label}
+        for old in (gh.in_progress_label, *sorted(stale)):
+            remove_label(client, repo, number, old)
         login = client.login()
         if result.outcome is Outcome.STOPPED and login:  # available again, to anyone
             client.request(
@@ -69,8 +78,8 @@ def _deliver(
         try:
             url = open_pull_request(client, settings.github, task, result.branch)
             notes.append(f"Pull request: {url}")
-        except GitHubError as exc:
-            notes.append(f"⚠️ could not open a pull request: {exc}")
+        except Exception as exc:  # GitHubError, or an answer we cannot read
+            notes.append(f"⚠️ could not open a pull request: {redact(str(exc))}")
     return notes
 
 

@@ -25,6 +25,7 @@ from worker.models import Outcome, Task, TaskResult
 from worker.sources.base import Listing, Skipped
 from worker.sources.message import Message, addressed_messages
 from worker.store import Store
+from worker.waits.state import file_name
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class InboxSource:
                 continue
             if message.status != "unread":
                 continue
-            if message.in_reply_to:
+            if message.in_reply_to or self._answers_a_wait(message):
                 # A reply belongs to the task it answers (a wait state), not a new task.
                 listing.skipped.append(Skipped(message.id, "REPLY_NOT_TASK"))
                 continue
@@ -71,6 +72,13 @@ class InboxSource:
         found.sort(key=lambda item: (item[0].rank, _ts(item[0].created_at), item[0].id))
         listing.tasks = [self._task(message, path) for message, path in found]
         return listing
+
+    def _answers_a_wait(self, message: Message) -> bool:
+        """A message in the thread of a waiting task answers it (`roosync_response`)."""
+        thread = message.thread_id
+        if not thread or thread == message.id:
+            return False
+        return (self.settings.wait_states / file_name(thread)).exists()
 
     def _read(self, path: Path) -> Message | None:
         """One message file, wherever it is (for `--task-id` and status updates)."""

@@ -7,9 +7,9 @@ read further only when its `updated_at` moved since the last look at that wait.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 
+from worker.sources.github_selection import parse_task_id
 from worker.waits.conditions import CheckContext, Verdict, Waiting, clip
 from worker.waits.github_look import GitHubLook, whole
 
@@ -18,7 +18,6 @@ log = logging.getLogger(__name__)
 # `updated_at` has whole seconds and clocks drift: an issue updated this close before our last
 # look may have changed again after it, unseen; it is looked at once more.
 SKEW_S = 60.0
-_TASK_ID = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
 
 Reader = Callable[[CheckContext, GitHubLook, Waiting, str, int], Verdict]
 
@@ -28,8 +27,7 @@ def issue_of(wait: Waiting) -> tuple[str, int] | None:
     repo, number = ref.get("repo"), ref.get("number")
     if isinstance(repo, str) and isinstance(number, int | str) and str(number).isdigit():
         return repo, int(number)
-    match = _TASK_ID.match(wait.state.task_id)
-    return (match["repo"], int(match["number"])) if match else None
+    return parse_task_id(wait.state.task_id)
 
 
 def github_approval(ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:

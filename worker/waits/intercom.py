@@ -53,11 +53,18 @@ def folder_for(settings: Settings, task_id: str) -> Path:
 
 
 def write_note(
-    settings: Settings, task_id: str, kind: Kind, text: str = "", by: str | None = None
+    settings: Settings,
+    task_id: str,
+    kind: Kind,
+    text: str = "",
+    by: str | None = None,
+    folder: Path | None = None,
 ) -> Path:
+    """Write one note into `folder` (default: the folder of the task's own wait-state name;
+    a waiting task's folder is named like its file, which the spec's tool may name freely)."""
     note = Note(task_id=task_id, kind=kind, text=text, by=by)
     stamp = note.created_at.strftime("%Y%m%dT%H%M%S%f")
-    path = folder_for(settings, task_id) / f"{stamp}-{note.id}.json"
+    path = (folder or folder_for(settings, task_id)) / f"{stamp}-{note.id}.json"
     Note.model_validate_json(note.model_dump_json())  # validate what we write
     atomic_write_text(path, note.model_dump_json(indent=2) + "\n")
     return path

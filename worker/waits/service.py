@@ -121,14 +121,16 @@ def note(
     settings: Settings, ident: str, kind: intercom.Kind, text: str = "", by: str | None = None
 ) -> dict[str, Any]:
     """Write an approval, a rejection or a message into the local intercom."""
+    folder: Path | None = None  # the wait's own notes folder, named like its file
     if kind == "message":
         try:
-            task_id = find(settings, ident)[1].task_id
+            path, state = find(settings, ident)
+            task_id, folder = state.task_id, intercom.root(settings) / path.stem
         except UsageError:
             task_id = ident  # a message may be left for a task that does not wait yet
     else:
-        _, state = find(settings, ident)
-        task_id = state.task_id
+        path, state = find(settings, ident)
+        task_id, folder = state.task_id, intercom.root(settings) / path.stem
         if state.condition in (
             "roosync_response",
             "github_decision",
@@ -145,7 +147,7 @@ def note(
                 f"({WaitCode.APPROVER_NOT_ALLOWED}); allowed: "
                 f"{', '.join(state.approvers or settings.waits.approvers)}"
             )
-    written = intercom.write_note(settings, task_id, kind, text, by)
+    written = intercom.write_note(settings, task_id, kind, text, by, folder=folder)
     with _ledger(settings, create=True) as ledger:
         if ledger is not None:
             code = WaitCode.MESSAGE_NOTED if kind == "message" else WaitCode.APPROVAL_NOTED
