@@ -378,3 +378,16 @@ def test_a_message_in_a_waiting_tasks_thread_is_its_answer_not_a_new_task(
     # The answer resumes the waiting task; a message that starts its own thread is a task.
     assert report.task_id == "msg-w" and report.source == "wait"
     assert run(workspace).task_id == "own-thread"
+
+
+def test_wall_clock_cap_ends_a_hanging_iteration_and_the_task(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-iteration timeout is 30 minutes, but the task's cap is what the user pays for."""
+    monkeypatch.setenv("WORKER_TASK_WALL_CLOCK_S", "2")
+    fake_claude.answers({"hang": 60, "status": "success"})
+    write_message(workspace, "msg-wall")
+    report = run(workspace)
+    assert report.outcome.value == "failure"
+    assert report.reason_codes[-1] == "WALL_CLOCK_CAP"
+    assert report.iterations == 1

@@ -61,3 +61,18 @@ def test_use_worktree_outside_git_is_a_usage_error(workspace: Path, fake_claude:
         run_once(load_settings(workspace), RunOptions(use_worktree=True))
     # Nothing was claimed: the message is still waiting in the inbox.
     assert (workspace / "inbox" / "msg-x.json").exists()
+
+
+def test_a_failed_task_keeps_its_work_in_progress_on_the_branch(
+    repo: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    fake_claude.answers({"status": "failure", "reason": "stuck"})
+    write_message(repo, "msg-wip", subject="Try something")
+    wrapper = fake_claude.path.read_text()
+    fake_claude.path.write_text(wrapper.replace("exec ", "echo partial >> PARTIAL.md\nexec "))
+    report = run_once(load_settings(repo), RunOptions(use_worktree=True, mode="code-complex"))
+    assert report.outcome.value == "failure"
+    subject = git(repo, "log", "-1", "--format=%s", "worker/msg-wip").strip()
+    assert subject == "worker: msg-wip (work in progress): Try something"
+    assert git(repo, "show", "worker/msg-wip:PARTIAL.md").strip() == "partial"

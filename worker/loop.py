@@ -132,7 +132,14 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             prompt=prompt,
             model=model,
             cwd=ctx.cwd,
-            timeout_s=mode.iteration_timeout_s or settings.iteration_timeout_s,
+            # An iteration never outlives the task's wall-clock cap.
+            timeout_s=max(
+                1.0,
+                min(
+                    mode.iteration_timeout_s or settings.iteration_timeout_s,
+                    settings.task_wall_clock_s - (time.monotonic() - started),
+                ),
+            ),
             log_path=settings.logs / f"run-{ctx.run_id}" / f"iteration-{seq}.jsonl",
             resume_session=session_id,
             extra_args=permission_args(mode),
@@ -292,7 +299,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             escalate_code = "FAILURE_ESCALATED"
         elif iteration >= limit:
             escalate_code = "MAX_ITERATIONS"
-        if time.monotonic() - started > settings.task_wall_clock_s:
+        if time.monotonic() - started >= settings.task_wall_clock_s:
             return finish(
                 Outcome.FAILURE, "the task's wall-clock cap was reached", "WALL_CLOCK_CAP"
             )

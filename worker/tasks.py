@@ -67,6 +67,7 @@ def execute(
     from worker.kernel.watcher import StopWatcher  # obeys stop/pause orders while it runs
 
     watcher = StopWatcher(settings, task, stop)
+    result: TaskResult | None = None
     try:
         with watcher:
             result = _run(ctx, task, start)
@@ -75,10 +76,14 @@ def execute(
         log.exception("task %s crashed", task.id)
         raise
     finally:
-        if options.use_worktree and branch is not None:
+        if branch is not None:
             from worker.workspace_git import finish_worktree
 
-            finish_worktree(settings.workspace, cwd, f"worker: {task.id} ({task.title[:60]})")
+            # The agent's work is committed on the task branch whatever the outcome.
+            done = result is not None and result.outcome is Outcome.SUCCESS
+            state = "done" if done else "work in progress"
+            message = f"worker: {task.id} ({state}): {task.title[:60]}"
+            finish_worktree(settings.workspace, cwd, message)
     result = watcher.settle(result, mode_id)
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)
