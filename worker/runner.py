@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sqlite3
@@ -122,7 +123,7 @@ def _snapshot(
     store: Store | None,
     options: RunOptions,
     dry_run: bool,
-) -> tuple[Snapshot, list[Listing]]:
+) -> Snapshot:
     scan = phase0.scan(settings, store, dry_run=dry_run)
     forced = _find(sources, options.task_id) if options.task_id else None
     listings = [] if forced else [_safe_list(source) for source in sources]
@@ -136,7 +137,7 @@ def _snapshot(
     )
     from worker.kernel.observe import observe  # orders, paused flows, stale leftovers, replies
 
-    return observe(settings, store, snap, dry_run=dry_run), listings
+    return observe(settings, store, snap, dry_run=dry_run)
 
 
 def _safe_list(source: TaskSource) -> Listing:
@@ -161,14 +162,14 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     sources = build_sources(
         settings, None, dry_run=True, fallback_last_run=float(last_run) if last_run else None
     )
-    snap, _ = _snapshot(settings, sources, None, options, dry_run=True)
+    snap = _snapshot(settings, sources, None, options, dry_run=True)
     decision = decide(snap)
     report = RunReport(
         Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
     )
     if decision.task is None:
         return report
-    mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
+    mode_id, mode_reason = _pick_mode(decision, options, modes)
     mode = modes.get(mode_id)
     from worker.agents.registry import adapter_for, permission_args
 
@@ -201,9 +202,7 @@ def _read_kv_readonly(settings: Settings, key: str) -> str | None:
     return row[0] if row else None
 
 
-def _pick_mode(
-    decision: Decision, options: RunOptions, modes: ModeSet, settings: Settings
-) -> tuple[str, str]:
+def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple[str, str]:
     if options.mode:
         return options.mode, "MODE_FORCED"
     if decision.wait is not None and decision.task is not None and decision.task.mode:
@@ -228,9 +227,8 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         recover = getattr(source, "recover_expired", None)
         if recover is not None:
             recovered += recover()
-    error: str | None = None
     try:
-        snap, _ = _snapshot(settings, sources, store, options, dry_run=False)
+        snap = _snapshot(settings, sources, store, options, dry_run=False)
     except Exception as exc:
         store.record_decision(
             run_id,
@@ -243,10 +241,10 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         store.finish_run(run_id, outcome="error", reason=str(exc))
         raise
     if recovered:
-        snap = Snapshot(**{**snap.__dict__, "notes": (*snap.notes, Reason.LEASE_EXPIRED)})
+        snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
     excluded: set[str] = set()
     while True:
-        decision = decide(Snapshot(**{**snap.__dict__, "excluded": frozenset(excluded)}))
+        decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             break
         excluded.add(decision.task.id)
@@ -255,7 +253,7 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     applied = apply_kernel(settings, store, by_name, decision, snap.controls, run_id)
     mode_id, mode_reason = (None, None)
     if decision.task is not None:
-        mode_id, mode_reason = _pick_mode(decision, options, modes, settings)
+        mode_id, mode_reason = _pick_mode(decision, options, modes)
     store.record_decision(
         run_id,
         machine_id=settings.machine_id,
@@ -265,7 +263,6 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         reason_codes=[*decision.reason_codes, *([mode_reason] if mode_reason else [])],
         candidates=decision.candidates,
         latency_ms=(time.monotonic() - t0) * 1000,
-        error=error,
         detail={
             "skipped": [s.__dict__ for ls in snap.listings for s in ls.skipped][:50],
             "errors": [e for ls in snap.listings for e in ls.errors][:20],
