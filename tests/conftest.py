@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# In CI the property tests run the same examples every time: a failure there is reproducible,
+# and a landing never depends on luck. Locally they explore new examples on each run.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 FAKE_CLAUDE = Path(__file__).parent / "fakes" / "fake_claude.py"
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +11,8 @@ from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 app = typer.Typer(
-    help="Local messages for tasks (the `intercom_message` condition).", no_args_is_help=True
+    help="Local messages for tasks (`intercom_message`), and orders: /stop, /pause, /resume.",
+    no_args_is_help=True,
 )
 
 
@@ -22,11 +23,19 @@ def send(
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Leave a message for a task; a task waiting for `intercom_message` resumes with it."""
+    """Leave a message for a task; a task waiting for `intercom_message` resumes with it.
+
+    A message starting with /stop, /cancel, /pause or /resume is an order for the task instead
+    (the running worker obeys it within a second or two, or the next run does)."""
     from worker.waits.service import note
 
     data = note(settings_for(workspace), task, "message", text)
-    ui.emit(data, as_json, lambda d: ui.line(f"message for {d['task_id']} written: {d['note']}"))
+    ui.emit(data, as_json, _render)
+
+
+def _render(data: dict[str, Any]) -> None:
+    what = f"{data['order']} order" if data.get("order") else "message"
+    ui.line(f"{what} for {data['task_id']} written: {data['note']}")
 
 
 def register(root: typer.Typer) -> None:

@@ -2,11 +2,13 @@
 
 Where orders come from, all read into `ControlOrder`:
 - `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`);
-- the inbox (and the intercom, which writes inbox messages): a message addressed to this
-  machine with `"kind": "control"`, `"action": "stop|cancel|pause|resume"` and `"task":
-  "<task-id>"`, or a message whose subject is exactly `STOP <task-id>` (or CANCEL, PAUSE,
-  RESUME, upper case);
-- hooks (`ControlHook`), e.g. GitHub comments by trusted users: `register_hook(factory)`.
+- the inbox: a message addressed to this machine with `"kind": "control"`, `"action":
+  "stop|cancel|pause|resume"` and `"task": "<task-id>"`, or a message whose subject is exactly
+  `STOP <task-id>` (or CANCEL, PAUSE, RESUME, upper case);
+- the intercom: a note (`worker intercom send TASK "/pause why"`) whose first word is `/stop`,
+  `/cancel`, `/pause` or `/resume` (`worker.kernel.intercom_orders`);
+- hooks (`ControlHook`): `register_hook(factory)`. GitHub comments by trusted users
+  (`worker.kernel.github_hook`) join when `[github] repos` is set.
 An order is consumed once obeyed: its file moves to `done/` beside it with the outcome.
 """
 
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 _SUBJECT = re.compile(r"^(STOP|CANCEL|PAUSE|RESUME)\s+(\S+)\s*$")
 _NEEDLES = (b'"control"', b'"STOP ', b'"CANCEL ', b'"PAUSE ', b'"RESUME ')
+_WORDS = {f"/{order.value}": order for order in Order}
 
 
 class OrderFile(BaseModel):
@@ -103,15 +106,36 @@ def order_of_message(message: Message) -> tuple[Order, str] | None:
     return None
 
 
+def order_of_text(text: str) -> tuple[Order, str] | None:
+    """`/stop`, `/cancel`, `/pause` or `/resume` as the first word of a note or a comment:
+    the order and the reason after it; None for anything else (an ordinary message)."""
+    words = text.strip().split(maxsplit=1)
+    order = _WORDS.get(words[0].lower()) if words else None
+    if order is None:
+        return None
+    return order, words[1].strip() if len(words) > 1 else ""
+
+
 def is_control_message(message: Message) -> bool:
     """For the inbox source: a control message is not a task."""
     return order_of_message(message) is not None
 
 
-def read_orders(settings: Settings, approvers: list[str] | None = None) -> list[ControlOrder]:
-    """Every order waiting to be obeyed: the control folder, the inbox, the hooks."""
+def read_orders(
+    settings: Settings, approvers: list[str] | None = None, *, dry_run: bool = False
+) -> list[ControlOrder]:
+    """Every order waiting to be obeyed: the control folder, the inbox, the intercom, the
+    hooks (not in a dry run: a hook keeps cursors, and a dry run writes nothing)."""
+    from worker.kernel import intercom_orders
+
+    listed = settings.waits.approvers if approvers is None else approvers
     orders = _from_control_dir(control_dir(settings))
-    orders += _from_inbox(settings, settings.waits.approvers if approvers is None else approvers)
+    orders += _from_inbox(settings, listed)
+    orders += intercom_orders.read(settings, listed)
+    if dry_run:
+        return orders
+    if settings.github.repos:
+        from worker.kernel import github_hook  # noqa: F401  (registers itself)
     for factory in HOOKS:
         try:
             orders += factory(settings).orders()

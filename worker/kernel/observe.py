@@ -50,7 +50,7 @@ def observe(
         )
     return dataclasses.replace(
         snap,
-        controls=tuple(control.read_orders(settings)),
+        controls=tuple(control.read_orders(settings, dry_run=dry_run)),
         waiting=waiting,
         paused=paused,
         stale=stale,

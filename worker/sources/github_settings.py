@@ -45,6 +45,9 @@ class GitHubSettings(BaseModel):
     seconds_between_requests: float = Field(0.25, ge=0)
     seconds_between_writes: float = Field(1.0, ge=0)
     max_issues: int = Field(100, gt=0, le=1000)  # issues read per repository and run
+    # Control comments (`/stop`, `/cancel`, `/pause`, `/resume`) on the issues this machine
+    # holds are read at most this often per process (the stop watcher asks every second).
+    control_poll_s: float = Field(60.0, ge=0)
 
     @field_validator("repos")
     @classmethod

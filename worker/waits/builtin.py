@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from worker.kernel.control import order_of_text
 from worker.waits.conditions import (
     CheckContext,
     Verdict,
@@ -52,14 +53,20 @@ def resume_moment(wait: Waiting) -> datetime | None:
 
 
 class IntercomMessage:
-    """A local message for the task (`worker intercom send TASK TEXT`)."""
+    """A local message for the task (`worker intercom send TASK TEXT`). A note starting with
+    `/stop`, `/cancel`, `/pause` or `/resume` is a control order, not an answer: the kernel
+    obeys it (`worker.kernel.intercom_orders`)."""
 
     name = "intercom_message"
 
     def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
         out = []
         for wait in waits:
-            notes = [(p, n) for p, n in ctx.lookups.notes(wait.path) if n.kind == "message"]
+            notes = [
+                (p, n)
+                for p, n in ctx.lookups.notes(wait.path)
+                if n.kind == "message" and order_of_text(n.text) is None
+            ]
             if not notes:
                 out.append(Verdict())
                 continue

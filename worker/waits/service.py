@@ -152,7 +152,16 @@ def note(
         if ledger is not None:
             code = WaitCode.MESSAGE_NOTED if kind == "message" else WaitCode.APPROVAL_NOTED
             ledger.log(task_id, code, f"{kind} by {by or 'the local user'}")
-    return {"task_id": task_id, "kind": kind, "by": by, "note": str(written)}
+    from worker.kernel.control import order_of_text
+
+    found = order_of_text(text) if kind == "message" else None
+    return {
+        "task_id": task_id,
+        "kind": kind,
+        "by": by,
+        "note": str(written),
+        "order": found[0].value if found else None,  # `/pause ...`: an order, not an answer
+    }
 
 
 def cancel(settings: Settings, ident: str, reason: str = "") -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""Control orders from the local intercom: a note whose first word is `/stop`, `/cancel`,
+`/pause` or `/resume` (`worker intercom send TASK "/pause back after lunch"`).
+
+The notes stay where the intercom keeps them (`<state>/intercom/<task>/*.json`); an order is
+consumed like any other (its note moves to `done/` beside it, with the outcome). Such a note
+is an order and nothing else: the `intercom_message` condition passes over it
+(`worker.waits.builtin.IntercomMessage`), so it never also resumes a wait as its answer.
+
+The stop watcher reads this every second: a file whose bytes cannot hold an order (its text
+does not start with `/`) is not parsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from worker.config import Settings
+from worker.errors import MalformedInput
+from worker.kernel.control import may_order, order_of_text
+from worker.kernel.model import ControlOrder, Order
+from worker.waits import intercom
+from worker.waits.intercom import Note
+from worker.waits.state import load_wait_state
+
+log = logging.getLogger(__name__)
+
+LOCAL_USER = "the local user"
+# `"text": "/...`, also with a JSON-escaped slash (`"\/pause"`) or leading blanks.
+_NEEDLE = re.compile(rb'"text"\s*:\s*"(?:\s|\\[nrt])*\\?/')
+
+
+def note_order(note: Note) -> tuple[Order, str] | None:
+    """The order a note carries, or None for an ordinary message (or an approval)."""
+    return order_of_text(note.text) if note.kind == "message" else None
+
+
+def read(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
+    """Every unread order note. The local user (a note without `by`) may give any order; a
+    named sender follows `control.may_order`, as in the inbox."""
+    orders = []
+    for folder in _entries(intercom.root(settings), folders=True):
+        for path in _entries(folder, folders=False):
+            note = _order_note(path)
+            if note is None:
+                continue
+            found = note_order(note)
+            if found is None:
+                continue
+            order, reason = found
+            task_id = note.task_id or _waiting_task(settings, folder)
+            trusted = bool(task_id) and (note.by is None or may_order(order, note.by, approvers))
+            orders.append(
+                ControlOrder(
+                    f"intercom-{note.id}",
+                    order,
+                    task_id or "?",
+                    "intercom",
+                    reason[:500],
+                    note.by or LOCAL_USER,
+                    note.at().timestamp(),
+                    trusted,
+                    path,
+                )
+            )
+    return orders
+
+
+def _order_note(path: Path) -> Note | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None  # consumed meanwhile
+    if not _NEEDLE.search(raw):
+        return None
+    try:
+        return Note.model_validate_json(raw)
+    except ValidationError:
+        return None  # phase 0 moves it to `rejected/` with its reason
+
+
+def _waiting_task(settings: Settings, folder: Path) -> str:
+    """A hand-written note without `task_id`: the task whose wait-state file names the folder."""
+    try:
+        return load_wait_state(settings.wait_states / f"{folder.name}.json").task_id
+    except MalformedInput:
+        return ""
+
+
+def _entries(folder: Path, *, folders: bool) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                Path(e.path)
+                for e in entries
+                if not e.name.startswith(".")
+                and (e.is_dir() if folders else e.name.endswith(".json") and e.is_file())
+            )
+    except OSError:
+        return []
