@@ -1,11 +1,12 @@
 """The stop watcher: while a task runs, obey the orders that target it, within a second or so.
 
-A thread polls the orders (`control.read_orders`: the control folder every tick, the inbox
-when its folder changed) and asks the same pure `decide` with the running task in the
-snapshot. On a stop or pause it sets the run's stop flag and ends the agent's process group
-at once (the loop would only notice the flag at the agent's next output line). After the
-loop, `settle` turns the stopped result into `cancelled` (or `waiting`, for a pause) and
-consumes the orders; the caller then reports to the task's source and releases the claim.
+A thread polls the orders (`control.read_orders`: the control folder, the inbox and the
+intercom every tick; GitHub comments at most every `[github] control_poll_s`, answered from
+memory in between) and asks the same pure `decide` with the running task in the snapshot.
+On a stop or pause it sets the run's stop flag and ends the agent's process group at once
+(the loop would only notice the flag at the agent's next output line). After the loop,
+`settle` turns the stopped result into `cancelled` (or `waiting`, for a pause) and consumes
+the orders; the caller then reports to the task's source and releases the claim.
 """
 
 from __future__ import annotations
