@@ -258,3 +258,30 @@ def test_dry_run_imports_neither_github_nor_git(workspace: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_sigterm_to_a_run_ends_the_agent_and_releases_the_task(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """Cron or systemd ending `worker run` must not leave an orphaned agent working on while
+    the lease runs out and another run takes the same task."""
+    fake_claude.answers({"hang": 60, "child": True, "status": "success"}, {"status": "success"})
+    write_message(workspace, "msg-term")
+    proc = _start(workspace)
+    _wait_for(lambda: fake_claude.calls, "the agent started")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    data = json.loads(out)
+    assert data["outcome"] == "stopped" and "STOP_REQUESTED" in data["reason_codes"]
+    agent = fake_claude.calls[0]["pid"]
+    assert not _exists(agent) or _zombie(agent)
+    # The task is available again at once, not after the lease.
+    assert (workspace / "inbox" / "msg-term.json").exists()
+    again = json.loads(run_worker(workspace, "run", "--json").stdout)
+    assert (again["outcome"], again["task_id"]) == ("success", "msg-term")
+
+
+def _zombie(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"

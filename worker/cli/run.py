@@ -43,22 +43,27 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a ready wait state, or take the next task, drive the agent, report."""
-    from worker.runner import RunOptions, run_once
+    from worker.runner import RunOptions, request_stop, run_once
+    from worker.signals import stop_signals
 
     settings = settings_for(workspace)
     progress = None if as_json else ui.IterationProgress()
-    report = run_once(
-        settings,
-        RunOptions(
-            dry_run=dry_run,
-            task_id=task_id,
-            mode=mode,
-            model=model,
-            use_worktree=use_worktree,
-            open_pr=open_pr or None,
-            progress=progress,
-        ),
-    )
+    # SIGTERM (cron, systemd, Task Scheduler ending the job) or Ctrl-C: the agent's process
+    # group is ended, its work kept and the task released, instead of an orphaned agent
+    # working on while its lease runs out and another run takes the same task.
+    with stop_signals(lambda name: request_stop(f"{name} received")):
+        report = run_once(
+            settings,
+            RunOptions(
+                dry_run=dry_run,
+                task_id=task_id,
+                mode=mode,
+                model=model,
+                use_worktree=use_worktree,
+                open_pr=open_pr or None,
+                progress=progress,
+            ),
+        )
     ui.emit(report.to_json(), as_json, _render)
     raise typer.Exit(report.exit_code)
 

@@ -21,8 +21,8 @@ from typing import Any
 from worker.config import Settings
 from worker.daemon import health
 from worker.daemon.inbox_watch import InboxWatch
-from worker.daemon.signals import stop_signals
 from worker.errors import ConfigError, ExitCode, LockHeld, WorkerError
+from worker.signals import stop_signals
 from worker.store import Store
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from worker.config import Settings
 from worker.daemon import guard, health, revisions
 from worker.daemon.child import ChildHandle, Launcher, launch
 from worker.daemon.policy import ExitDecision, RestartPolicy, Verdict
-from worker.daemon.signals import stop_signals
 from worker.daemon.state import SupervisorState
+from worker.signals import stop_signals
 from worker.store import Store
 
 log = logging.getLogger(__name__)
