@@ -391,3 +391,23 @@ def test_wall_clock_cap_ends_a_hanging_iteration_and_the_task(
     assert report.outcome.value == "failure"
     assert report.reason_codes[-1] == "WALL_CLOCK_CAP"
     assert report.iterations == 1
+
+
+def test_a_run_that_crashes_says_so_in_its_record(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unexpected error is not a run forever `running` in `worker log`."""
+    import worker.loop
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(worker.loop, "build_prompt", broken)
+    write_message(workspace, "msg-crash")
+    with pytest.raises(RuntimeError):
+        run(workspace)
+    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    outcome, reason = db.execute("SELECT outcome, reason FROM runs").fetchone()
+    assert outcome == "error" and reason == "RuntimeError: disk on fire"
+    # The claim holds (its lease brings the task back), the message is not lost.
+    assert (workspace / "inbox" / "claimed" / "msg-crash.json").exists()

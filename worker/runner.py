@@ -288,7 +288,19 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         return report
     from worker.tasks import execute
 
-    result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
+    try:
+        result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
+    except BaseException as exc:
+        # The run record says what happened; the task's claim stays until its lease ends.
+        store.finish_run(
+            run_id,
+            task_id=decision.task.id,
+            source=decision.source,
+            outcome="error",
+            reason=f"{type(exc).__name__}: {exc}"[:1000],
+            duration_s=time.monotonic() - t0,
+        )
+        raise
     report.task_id, report.source = decision.task.id, decision.source
     report.outcome, report.reason = result.outcome, result.reason
     report.modes, report.iterations = result.modes, len(result.iterations)
