@@ -25,6 +25,30 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def json_files(folder: Path) -> list[Path]:
+    """The `*.json` files of a folder (not hidden, not temporary), sorted; [] if it is missing."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                Path(e.path)
+                for e in entries
+                if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
+            )
+    except OSError:
+        return []
+
+
+def subfolders(folder: Path) -> list[Path]:
+    """The folders of a folder (not hidden), sorted; [] if it is missing."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()
+            )
+    except OSError:
+        return []
+
+
 def quarantine(path: Path, folder: Path, reason: str) -> Path | None:
     """Move a bad file into `folder` with a `.reason.txt` beside it; None if it vanished."""
     folder.mkdir(parents=True, exist_ok=True)

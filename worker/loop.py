@@ -108,6 +108,19 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         result.anomalies = ctx.supervisor.finish(outcome.value)
         return result
 
+    def wait_point() -> WaitPoint:
+        """Where the task stands now, for a wait state (read when called, in the loop)."""
+        return WaitPoint(
+            task,
+            mode.id,
+            model,
+            iteration,
+            agent.final_text,
+            session_id,
+            result.modes,
+            result.cost_usd,
+        )
+
     while True:
         if ctx.stop_event.is_set():
             return finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
@@ -172,18 +185,8 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             )
         if agent.usage_limit_hit:
             ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
-            point = WaitPoint(
-                task,
-                mode.id,
-                model,
-                iteration,
-                agent.final_text,
-                session_id,
-                result.modes,
-                result.cost_usd,
-            )
             result.wait_state = save_usage_wait(
-                settings, point, agent.rate_limited_until, start.usage_limit_hits
+                settings, wait_point(), agent.rate_limited_until, start.usage_limit_hits
             )
             return finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
 
@@ -274,17 +277,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 Outcome.SUCCESS, status.reason or "the agent reported success", "AGENT_SUCCESS"
             )
         if state == "wait":
-            point = WaitPoint(
-                task,
-                mode.id,
-                model,
-                iteration,
-                agent.final_text,
-                session_id,
-                result.modes,
-                result.cost_usd,
-            )
-            result.wait_state, codes = save_agent_wait(settings, point, status)
+            result.wait_state, codes = save_agent_wait(settings, wait_point(), status)
             result.reason_codes += codes
             return finish(
                 Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text, quarantine
+from worker.fsutil import atomic_write_text, json_files, quarantine
 from worker.kernel.model import ALL_TASKS, ControlOrder, Order
 from worker.sources.message import Message, addressed_messages
 
@@ -146,7 +146,7 @@ def read_orders(
 
 def _from_control_dir(folder: Path) -> list[ControlOrder]:
     orders = []
-    for path in _json_files(folder):
+    for path in json_files(folder):
         try:
             orders.append(_from_file(OrderFile.model_validate_json(path.read_bytes()), path))
         except FileNotFoundError:
@@ -199,18 +199,6 @@ def may_order(order: Order, sender: str, approvers: list[str]) -> bool:
     if order is Order.RESUME or approvers:
         return sender in approvers
     return True
-
-
-def _json_files(folder: Path) -> list[Path]:
-    try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                Path(e.path)
-                for e in entries
-                if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
-            )
-    except OSError:
-        return []
 
 
 def consume(order: ControlOrder, outcome: str) -> None:

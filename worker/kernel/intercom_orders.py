@@ -13,7 +13,6 @@ does not start with `/`) is not parsed.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.errors import MalformedInput
+from worker.fsutil import json_files, subfolders
 from worker.kernel.control import may_order, order_of_text
 from worker.kernel.model import ControlOrder, Order
 from worker.waits import intercom
@@ -43,8 +43,8 @@ def read(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
     """Every unread order note. The local user (a note without `by`) may give any order; a
     named sender follows `control.may_order`, as in the inbox."""
     orders = []
-    for folder in _entries(intercom.root(settings), folders=True):
-        for path in _entries(folder, folders=False):
+    for folder in subfolders(intercom.root(settings)):
+        for path in json_files(folder):
             note = _order_note(path)
             if note is None:
                 continue
@@ -89,16 +89,3 @@ def _waiting_task(settings: Settings, folder: Path) -> str:
         return load_wait_state(settings.wait_states / f"{folder.name}.json").task_id
     except MalformedInput:
         return ""
-
-
-def _entries(folder: Path, *, folders: bool) -> list[Path]:
-    try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                Path(e.path)
-                for e in entries
-                if not e.name.startswith(".")
-                and (e.is_dir() if folders else e.name.endswith(".json") and e.is_file())
-            )
-    except OSError:
-        return []

@@ -9,7 +9,6 @@ unchanged (its mtime: atomic writes and renames change it) for at most a few sec
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker.errors import describe_validation
-from worker.fsutil import atomic_write_text
+from worker.fsutil import atomic_write_text, json_files
 
 _CACHE_MAX_AGE_S = 2.0
 
@@ -84,14 +83,7 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
         return cached[2]
     needles = (b'"all"', json.dumps(machine_id).encode())
     entries = []
-    with os.scandir(folder) as scan:
-        names = sorted(
-            e.name
-            for e in scan
-            if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
-        )
-    for name in names:
-        path = folder / name
+    for path in json_files(folder):
         try:
             raw = path.read_bytes()
         except FileNotFoundError:

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text, quarantine
+from worker.fsutil import atomic_write_text, json_files, quarantine
 from worker.waits.state import file_name
 
 log = logging.getLogger(__name__)
@@ -75,20 +75,13 @@ def read_notes(folder: Path, quarantine_bad: bool = True) -> list[tuple[Path, No
     if not folder.is_dir():
         return []
     found = []
-    with os.scandir(folder) as entries:
-        names = sorted(
-            e.name
-            for e in entries
-            if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
-        )
-    for name in names:
-        path = folder / name
+    for path in json_files(folder):
         try:
             note = Note.model_validate_json(path.read_bytes())
         except FileNotFoundError:
             continue
         except (OSError, ValidationError) as exc:
-            reason = f"{name}: not an intercom note: {_short(exc)}"
+            reason = f"{path.name}: not an intercom note: {_short(exc)}"
             log.warning("intercom: %s", reason)
             if quarantine_bad:
                 quarantine(path, folder / "rejected", reason)

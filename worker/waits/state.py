@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.errors import MalformedInput, describe_validation
-from worker.fsutil import atomic_write_text
+from worker.fsutil import atomic_write_text, json_files
 from worker.models import Task
 
 SCHEMA_VERSION = 1
@@ -143,6 +143,4 @@ def load_wait_state(path: Path) -> WaitState:
 
 
 def wait_state_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+    return json_files(folder)
