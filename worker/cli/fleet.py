@@ -9,6 +9,7 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.humanize import duration
 
 
 def fleet_command(
@@ -51,7 +52,7 @@ def _render(data: dict[str, Any]) -> None:
             {
                 **row,
                 "context": None if fill is None else f"{fill:.0%}",
-                "age": _age(row["age_s"]) + (" STALE" if row["stale"] else ""),
+                "age": duration(row["age_s"]) + (" STALE" if row["stale"] else ""),
                 "last anomaly": row["anomalies"][-1] if row["anomalies"] else None,
             }
         )
@@ -81,16 +82,6 @@ def _render(data: dict[str, Any]) -> None:
         )
     if data["malformed"]:
         ui.line("unreadable reports: " + ", ".join(data["malformed"]))
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.humanize import duration
 
 
 def status_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
@@ -40,7 +41,7 @@ def _render(data: dict[str, Any]) -> None:
                 "waits for": w["wait_for"] or w["resume_when"],
                 "condition": w["resume_when"],
                 "since": w["since"][:19].replace("T", " "),
-                "for": _age(w["waiting_s"]),
+                "for": duration(w["waiting_s"]),
                 "ready": "yes" if w["ready"] else "no",
             }
             for w in waiting
@@ -48,14 +49,6 @@ def _render(data: dict[str, Any]) -> None:
         ui.table(rows, ["task", "condition", "waits for", "since", "for", "ready"])
     if data["quarantined"]:
         ui.warn(f"{data['quarantined']} unreadable wait-state file(s) set aside")
-
-
-def _age(seconds: int) -> str:
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600}h"
 
 
 def register(app: typer.Typer) -> None:

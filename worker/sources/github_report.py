@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from worker.humanize import duration
 from worker.models import Outcome, TaskResult
 from worker.proc import redact
 from worker.sources.github_settings import GitHubSettings
@@ -55,7 +56,7 @@ def result_body(
             modes
             + (f" ({escalations} escalation{'s' * (escalations != 1)})" if escalations else ""),
         ),
-        ("Duration", _duration(result.duration_s)),
+        ("Duration", duration(result.duration_s)),
         ("Cost", f"${result.cost_usd:.4f}"),
         ("Branch", f"`{_code(result.branch)}`" if result.branch else "-"),
     ]
@@ -90,14 +91,6 @@ def result_body(
             "</details>",
         ]
     return "\n".join(lines)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _text(value: str, cap: int) -> str:
