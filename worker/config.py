@@ -90,7 +90,9 @@ class Settings(BaseModel):
 
     @property
     def reports(self) -> Path:
-        return self._resolve(self.reports_dir, ".worker/reports")
+        if self.reports_dir is None:
+            return self.state / "reports"
+        return self._resolve(self.reports_dir, "")
 
     @property
     def db_path(self) -> Path:

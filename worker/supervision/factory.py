@@ -21,11 +21,8 @@ def make_supervisor(settings: Settings, task: Task, run_id: int | None) -> TaskS
 
 
 def reports_folder(settings: Settings) -> Path:
-    """`[supervision] reports_dir` when set (relative to the workspace), else `settings.reports`."""
-    own = settings.supervision.reports_dir
-    if own is None:
-        return settings.reports
-    return own if own.is_absolute() else settings.workspace / own
+    """The machine reports' folder: the top-level `reports_dir` (may be shared by machines)."""
+    return settings.reports
 
 
 def stale_after_s(settings: Settings) -> float:

@@ -19,7 +19,6 @@ no public default exists the number is ours, and the comment says so.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -191,7 +190,6 @@ class SupervisionSettings(BaseModel):
     actions: dict[str, str] = Field(default_factory=dict)  # kind -> replacement action text
     pace: PaceSettings = Field(default_factory=PaceSettings)
     reports: bool = True  # write <reports>/<machine-id>_latest.json at every iteration
-    reports_dir: Path | None = None  # overrides the workspace's reports folder
     stale_after_s: float | None = Field(None, gt=0)  # None: twice the iteration timeout
 
     @field_validator("thresholds")
