@@ -55,6 +55,8 @@ class Settings(BaseModel):
     reports_dir: Path | None = None
     modes_file: Path | None = None
     claude_bin: str = "claude"
+    codex_bin: str = "codex"
+    gemini_bin: str = "gemini"
     lease_seconds: int = Field(3600, gt=0)
     iteration_timeout_s: float = Field(1800.0, gt=0)
     task_wall_clock_s: float = Field(4 * 3600.0, gt=0)

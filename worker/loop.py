@@ -36,6 +36,10 @@ from worker.supervision.protocol import IterationView, NullSupervisor, TaskSuper
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
 from worker.workspace_git import changed_files, diff_digest, save_diff
 
+# The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3;
+# ../shared/REFERENCE.md) means the agent, not the task, is broken.
+_SAME_ERROR_LIMIT = 3
+
 
 class Progress(Protocol):
     def start(self, text: str) -> None: ...
@@ -94,7 +98,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     previous_output = ""
     steering: list[str] = []
     escalations = 0
-    cost_cap = mode.cost_cap_usd or settings.task_cost_cap_usd
+    last_error, same_errors = "", 0
     seq = 0
     if not result.modes or result.modes[-1] != mode.id:
         result.modes.append(mode.id)
@@ -124,6 +128,13 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     while True:
         if ctx.stop_event.is_set():
             return finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
+        # Checked before each call: a resumed task, or one escalated to a mode with a lower
+        # cap, may have spent its budget already.
+        cost_cap = task_cost_cap(settings, mode)
+        if result.cost_usd >= cost_cap:
+            return finish(
+                Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
+            )
         model = ctx.forced_model or (start.model if mode.id == start.mode else None) or mode.model
         limit = mode.iterations_before_escalation
         prompt = build_prompt(
@@ -157,9 +168,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             resume_session=session_id,
             extra_args=permission_args(mode),
             stop=ctx.stop_event,
-            max_budget_usd=max(0.01, cost_cap - result.cost_usd)
-            if mode.agent == "claude"
-            else None,
+            max_budget_usd=budget_left(mode, cost_cap, result.cost_usd),
         )
         label = f"{mode.id} ({model}) iteration {iteration}/{limit}"
         ctx.progress.start(f"{label}: running")
@@ -269,6 +278,20 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             if "PACE" in emergency or ctx.modes.next_mode(mode.id) is None:
                 return finish(Outcome.FAILURE, emergency, "SUPERVISOR_EMERGENCY")
 
+        if status.reason_code == "AGENT_ERROR" and agent.exit_code not in (0, None):
+            same_errors = same_errors + 1 if status.reason == last_error else 1
+            last_error = status.reason
+        else:
+            last_error, same_errors = "", 0
+        if same_errors >= _SAME_ERROR_LIMIT:
+            # The agent CLI itself is broken (a flag it does not know, no login): neither
+            # another try nor a stronger model helps, and every try may cost.
+            return finish(
+                Outcome.FAILURE,
+                f"the agent failed {same_errors} times in a row the same way ({last_error}); "
+                "fix the agent, then rerun the task with --task-id",
+                "AGENT_REPEATED_ERROR",
+            )
         answer = None
         previous, previous_output = status, agent.final_text
         state = status.status
@@ -296,10 +319,6 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             return finish(
                 Outcome.FAILURE, "the task's wall-clock cap was reached", "WALL_CLOCK_CAP"
             )
-        if result.cost_usd >= cost_cap:
-            return finish(
-                Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
-            )
         if escalate_code is None:
             iteration += 1
             if state is None or status.reason_code:
@@ -320,6 +339,16 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         result.modes.append(mode.id)
         escalations += 1
         iteration = 1
+
+
+def task_cost_cap(settings: Settings, mode: Mode) -> float:
+    """The task's cost cap while it runs in `mode`: the mode's own, else the global one."""
+    return mode.cost_cap_usd or settings.task_cost_cap_usd
+
+
+def budget_left(mode: Mode, cost_cap: float, spent: float) -> float | None:
+    """`--max-budget-usd` for this call: what is left of the cap (claude only)."""
+    return max(0.01, cost_cap - spent) if mode.agent == "claude" else None
 
 
 def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float) -> AgentResult:
@@ -343,7 +372,8 @@ def _without_resume(request: AgentRequest) -> AgentRequest:
 
 def _verify(agent: AgentResult) -> StatusBlock:
     status = parse_status(agent.final_text)
-    if status.status is None and (agent.timed_out or agent.is_error or agent.exit_code):
+    # A killed agent's text is not its final word: a block in it is not believed (false done).
+    if agent.timed_out or (status.status is None and (agent.is_error or agent.exit_code)):
         code = "AGENT_TIMEOUT" if agent.timed_out else "AGENT_ERROR"
         detail = agent.stderr_tail.strip().splitlines()[-1:] or [agent.subtype or ""]
         return StatusBlock(None, f"{code.lower()}: {detail[0][:200]}", reason_code=code)

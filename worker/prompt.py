@@ -31,13 +31,13 @@ class PromptParts:
 def build_prompt(parts: PromptParts) -> str:
     task = parts.task
     out = [
-        f"# Task {task.id} ({task.source})",
+        f"# Task {_one_line(task.id)} ({_one_line(task.source)})",
         f"Mode {parts.mode}, iteration {parts.iteration} of {parts.max_iterations}.",
         "",
         f"## Title\n{_quote(task.title)}",
     ]
     if task.body:
-        sender = f" from {task.sender}" if task.sender else ""
+        sender = f" from {_one_line(task.sender)}" if task.sender else ""
         out += [
             "",
             f"## Task description{sender}",
@@ -71,6 +71,11 @@ def build_prompt(parts: PromptParts) -> str:
         out += ["", "## Supervisor notes", *parts.steering]
     out += ["", "## When you finish this iteration", STATUS_INSTRUCTIONS]
     return "\n".join(out) + "\n"
+
+
+def _one_line(text: str) -> str:
+    """An untrusted name outside the fences: one line, so it cannot start a section."""
+    return " ".join(text.split())[:200]
 
 
 def _quote(text: str) -> str:

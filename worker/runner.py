@@ -125,7 +125,7 @@ def _snapshot(
     dry_run: bool,
 ) -> Snapshot:
     scan = phase0.scan(settings, store, dry_run=dry_run)
-    forced = _find(sources, options.task_id) if options.task_id else None
+    forced = _find(settings, sources, options.task_id) if options.task_id else None
     listings = [] if forced else [_safe_list(source) for source in sources]
     notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
     snap = Snapshot(
@@ -148,11 +148,20 @@ def _safe_list(source: TaskSource) -> Listing:
         return Listing(source.name, errors=[f"{source.name}: {exc}"])
 
 
-def _find(sources: list[TaskSource], task_id: str) -> Task:
+def _find(settings: Settings, sources: list[TaskSource], task_id: str) -> Task:
+    from worker.waits.state import file_name
+
     for source in sources:
         task = source.find(task_id)
-        if task is not None:
-            return task
+        if task is None:
+            continue
+        if (settings.wait_states / file_name(task.id)).exists():
+            # A fresh run beside the wait state would run the task twice.
+            raise UsageError(
+                f"--task-id {task_id}: the task is waiting; answer it (`worker waits approve`)"
+                " or cancel its wait (`worker waits cancel`) first"
+            )
+        return task
     names = ", ".join(source.name for source in sources)
     raise UsageError(f"--task-id {task_id}: no such task in {names}")
 
@@ -172,13 +181,15 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     mode_id, mode_reason = _pick_mode(decision, options, modes)
     mode = modes.get(mode_id)
     from worker.agents.registry import adapter_for, permission_args
+    from worker.loop import budget_left, task_cost_cap
 
     request = AgentRequest(
         prompt="",
         model=options.model or mode.model,
         cwd=settings.workspace,
-        timeout_s=settings.iteration_timeout_s,
+        timeout_s=mode.iteration_timeout_s or settings.iteration_timeout_s,
         extra_args=permission_args(mode),
+        max_budget_usd=budget_left(mode, task_cost_cap(settings, mode), 0.0),
     )
     report.task_id, report.source = decision.task.id, decision.source
     report.modes, report.mode_reason = [mode_id], mode_reason
@@ -206,7 +217,13 @@ def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple
     if options.mode:
         return options.mode, "MODE_FORCED"
     if decision.wait is not None and decision.task is not None and decision.task.mode:
-        return decision.task.mode, "MODE_RESTORED"
+        if decision.task.mode in modes.modes:
+            return decision.task.mode, "MODE_RESTORED"
+        # The mode it waited in is gone from modes.json: detect one, rather than fail every
+        # resume with a configuration error.
+        log.warning(
+            "%s waited in mode %r, which no longer exists", decision.task.id, decision.task.mode
+        )
     assert decision.task is not None
     return modes.detect(decision.task)
 
@@ -214,6 +231,33 @@ def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple
 def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) -> RunReport:
     t0 = time.monotonic()
     run_id = store.start_run(settings.machine_id, os.getpid())
+    taken: list[Decision] = []  # the decision whose task was claimed, once there is one
+    try:
+        return _take_and_run(settings, options, modes, store, run_id, t0, taken)
+    except BaseException as exc:
+        # The run record says what happened; a claimed task keeps its claim until its lease
+        # ends, so the next run takes it again.
+        task = taken[0].task if taken else None
+        store.finish_run(
+            run_id,
+            task_id=task.id if task else None,
+            source=taken[0].source if taken else None,
+            outcome="error",
+            reason=f"{type(exc).__name__}: {exc}"[:1000],
+            duration_s=time.monotonic() - t0,
+        )
+        raise
+
+
+def _take_and_run(
+    settings: Settings,
+    options: RunOptions,
+    modes: ModeSet,
+    store: Store,
+    run_id: int,
+    t0: float,
+    taken: list[Decision],
+) -> RunReport:
     last_run = store.get(LAST_RUN_KEY)
     sources = build_sources(
         settings,
@@ -238,7 +282,6 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
             latency_ms=(time.monotonic() - t0) * 1000,
             error=str(exc),
         )
-        store.finish_run(run_id, outcome="error", reason=str(exc))
         raise
     if recovered:
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
@@ -248,6 +291,8 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             break
         excluded.add(decision.task.id)
+    if decision.task is not None:
+        taken.append(decision)
     from worker.kernel.effects import apply as apply_kernel
 
     applied = apply_kernel(settings, store, by_name, decision, snap.controls, run_id)
@@ -288,19 +333,7 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
         return report
     from worker.tasks import execute
 
-    try:
-        result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
-    except BaseException as exc:
-        # The run record says what happened; the task's claim stays until its lease ends.
-        store.finish_run(
-            run_id,
-            task_id=decision.task.id,
-            source=decision.source,
-            outcome="error",
-            reason=f"{type(exc).__name__}: {exc}"[:1000],
-            duration_s=time.monotonic() - t0,
-        )
-        raise
+    result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
     report.task_id, report.source = decision.task.id, decision.source
     report.outcome, report.reason = result.outcome, result.reason
     report.modes, report.iterations = result.modes, len(result.iterations)

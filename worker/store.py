@@ -220,9 +220,19 @@ class Store:
             if row is not None and row["state"] == "active" and row["lease_until"] > now:
                 return False
             db.execute(
-                "INSERT OR REPLACE INTO claims(task_id, source, machine_id, pid, claimed_at,"
-                " lease_until, state, detail) VALUES (?, ?, ?, ?, ?, ?, 'active', ?)",
-                (task_id, source, machine_id, pid, now, now + lease_s, json.dumps(detail)),
+                "INSERT OR REPLACE INTO claims(task_id, source, machine_id, run_id, pid,"
+                " claimed_at, lease_until, state, detail)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+                (
+                    task_id,
+                    source,
+                    machine_id,
+                    detail.get("run_id"),
+                    pid,
+                    now,
+                    now + lease_s,
+                    json.dumps(detail),
+                ),
             )
             return True
 

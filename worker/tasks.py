@@ -130,15 +130,17 @@ def _sections(settings: Settings, store: Store, task: Task) -> list[str]:
 def _restore(path: Path, mode_id: str, answer: str) -> StartPoint:
     state = load_wait_state(path)
     extra = state.model_extra or {}
+    # Resumed in another mode (`--mode`, or its own is gone): that mode's model, from 1.
+    same_mode = state.context.mode == mode_id
     return StartPoint(
         mode=mode_id,
-        iteration=max(1, state.context.iteration),
+        iteration=max(1, state.context.iteration) if same_mode else 1,
         session_id=state.session_id,
         resume_answer=answer,
         modes_used=list(state.modes_used),
         cost_so_far=state.cost_usd,
         usage_limit_hits=int(extra.get("usageLimitHits", 0)),
-        model=state.context.model or None,
+        model=(state.context.model or None) if same_mode else None,
     )
 
 

@@ -17,6 +17,9 @@ last one repeats). FAKE_CLAUDE_LOG: a JSONL file where each invocation appends
   session_missing       when called with --resume, fail like the CLI does for a lost session
   is_error   the result says is_error true (API error with subtype success)
   usage      input token count of the turn (context size)
+  crash      print this text on stderr and exit (`exit`, default 1) before any stream, as the
+             CLI does for a bad flag or a missing login
+  hang_after_text   print the assistant text, then sleep this many seconds (killed mid-answer)
 """
 
 import json
@@ -55,6 +58,9 @@ def main() -> int:
     if answer.get("session_missing") and resume:
         print(f"No conversation found with session ID: {resume}", file=sys.stderr)
         return 1
+    if answer.get("crash"):
+        print(answer["crash"], file=sys.stderr)
+        return int(answer.get("exit", 1))
     if answer.get("child"):
         child = subprocess.Popen(
             [sys.executable, "-c", f"import time; time.sleep({answer['hang']})"]
@@ -133,6 +139,8 @@ def main() -> int:
         block.append("===================")
         text = (text + "\n\n" if text else "") + "\n".join(block)
     assistant([{"type": "text", "text": text}], session, answer)
+    if answer.get("hang_after_text"):
+        time.sleep(float(answer["hang_after_text"]))
     if "rate_limit_rejected" in answer:
         emit(
             {

@@ -6,13 +6,17 @@ from collections.abc import Callable
 
 from worker.agents.base import AgentAdapter
 from worker.agents.claude import ClaudeAdapter
+from worker.agents.codex import CodexAdapter
 from worker.agents.command import CommandAdapter
+from worker.agents.gemini import GeminiAdapter
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.modes import Mode
 
 _ADAPTERS: dict[str, Callable[[Settings, Mode], AgentAdapter]] = {
     "claude": lambda s, m: ClaudeAdapter(s.claude_bin, cap_bytes=s.output_cap_bytes),
+    "codex": lambda s, m: CodexAdapter(s.codex_bin, cap_bytes=s.output_cap_bytes),
+    "gemini": lambda s, m: GeminiAdapter(s.gemini_bin, cap_bytes=s.output_cap_bytes),
     "command": lambda s, m: CommandAdapter(list(m.command or []), cap_bytes=s.output_cap_bytes),
 }
 
@@ -32,4 +36,6 @@ def permission_args(mode: Mode) -> tuple[str, ...]:
     args: list[str] = []
     if mode.agent == "claude" and mode.permission_mode:
         args += ["--permission-mode", mode.permission_mode]
+    elif mode.agent == "gemini" and mode.permission_mode:
+        args += ["--approval-mode", mode.permission_mode]
     return (*args, *mode.extra_args)

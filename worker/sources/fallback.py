@@ -132,7 +132,12 @@ class FallbackSource:
         # tight loop by every run; the next attempt comes after the interval.
         self.store.put(LAST_RUN_KEY, str(time.time()))
         return self.store.claim(
-            task.id, self.name, self.settings.machine_id, 0, self.settings.lease_seconds
+            task.id,
+            self.name,
+            self.settings.machine_id,
+            0,
+            self.settings.lease_seconds,
+            run_id=run_id,
         )
 
     def renew(self, task: Task) -> None:

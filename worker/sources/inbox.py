@@ -29,6 +29,9 @@ from worker.waits.state import file_name
 
 log = logging.getLogger(__name__)
 
+# Claim states of a task that ran to an end (not `released`: a stopped task comes back).
+_FINISHED = frozenset({"success", "failure", "waiting", "cancelled"})
+
 
 class InboxSource:
     name = "inbox"
@@ -68,6 +71,10 @@ class InboxSource:
                 # A stop/cancel/pause order is for the scheduling kernel, not work to do.
                 listing.skipped.append(Skipped(message.id, "CONTROL_NOT_TASK"))
                 continue
+            repeated = self._repeats(message, path)
+            if repeated:
+                self._reject(path, repeated, listing)
+                continue
             found.append((message, path))
         found.sort(key=lambda item: (item[0].rank, _ts(item[0].created_at), item[0].id))
         listing.tasks = [self._task(message, path) for message, path in found]
@@ -79,6 +86,20 @@ class InboxSource:
         if not thread or thread == message.id:
             return False
         return (self.settings.wait_states / file_name(thread)).exists()
+
+    def _repeats(self, message: Message, path: Path) -> str | None:
+        """Why this file repeats a message already taken, or None. A synced drive's conflicted
+        copy (`name (1).json`, ../shared/REFERENCE.md) or a reused id would run a task twice."""
+        for name in (path.name, f"{message.id}.json"):
+            if (self.done / name).exists():
+                return f"duplicate: message {message.id!r} was already taken ({self.done / name})"
+        claim = self.store.claim_of(message.id) if self.store is not None else None
+        if claim is not None and claim["state"] in _FINISHED:
+            return (
+                f"duplicate: message {message.id!r} was already taken ({claim['state']}); "
+                f"give a new task a new id, or rerun this one with `worker run --task-id`"
+            )
+        return None
 
     def _read(self, path: Path) -> Message | None:
         """One message file, wherever it is (for `--task-id` and status updates)."""
@@ -160,6 +181,10 @@ class InboxSource:
         except FileNotFoundError:
             self.store.release_claim(task.id, "lost")
             return False
+        except OSError:
+            # Not taken after all (claimed/ not writable...): no lease holds it back.
+            self.store.release_claim(task.id, "released")
+            raise
         return True
 
     def renew(self, task: Task) -> None:

@@ -44,8 +44,18 @@ class Message(BaseModel):
     @field_validator("id")
     @classmethod
     def _safe_id(cls, value: str) -> str:
-        if any(ch in value for ch in "/\\\0") or value.startswith("."):
+        if any(ch in value for ch in "/\\") or value.startswith("."):
             raise ValueError("must not contain path separators or start with a dot")
+        if any(ord(ch) < 32 for ch in value):
+            raise ValueError("must not contain control characters (newlines, tabs)")
+        return value
+
+    @field_validator("sender", "to")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        # These reach prompts and file names outside any quoting.
+        if any(ord(ch) < 32 for ch in value):
+            raise ValueError("must not contain control characters (newlines, tabs)")
         return value
 
     @property

@@ -1,10 +1,10 @@
 """Recorded transcripts of any agent CLI, read as AgentEvents for `worker inspect`.
 
-Claude Code's stream-json and session logs go through the adapter's own normaliser
-(worker/agents/claude_stream.py); Codex `exec --json` and Gemini CLI `stream-json` through
-codex_stream.py and gemini_stream.py. The format is told per file from its event types. A file that
-is one pretty-printed JSON object (`--output-format json` of Claude or Gemini) is read whole.
-Like the adapters, nothing here raises on a bad line: it becomes an ERROR event.
+Each CLI's lines go through its adapter's own normaliser (worker/agents/claude_stream.py,
+codex_stream.py, gemini_stream.py), so a recording reads as the live run did. The format is told
+per file from its event types. A file that is one pretty-printed JSON object (`--output-format
+json` of Claude or Gemini) is read whole. Like the adapters, nothing here raises on a bad line:
+it becomes an ERROR event.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from worker.agents.claude_stream import normalise_object
+from worker.agents.codex_stream import codex_object
+from worker.agents.gemini_stream import gemini_events, gemini_whole
+from worker.agents.jsonl import parse
 from worker.models import AgentEvent, EventKind
-from worker.supervision.codex_stream import codex_object
-from worker.supervision.gemini_stream import gemini_events, gemini_whole
-from worker.supervision.jsonl import parse
 
 FORMATS = ("claude", "codex", "gemini")
 _SIGNS = {

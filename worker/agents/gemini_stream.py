@@ -8,39 +8,54 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from worker.agents.jsonl import as_dict, as_int, as_str, message_of, parse
 from worker.models import AgentEvent, EventKind
-from worker.supervision.jsonl import as_dict, as_int, as_str, message_of, parse
 
 
 def gemini_events(lines: Iterable[str]) -> Iterator[AgentEvent]:
     """Gemini's stream: assistant `message` deltas are joined into one TEXT event."""
-    chunks: list[str] = []
-    first = 0
+    joiner = GeminiJoiner()
     for index, line in enumerate(lines):
+        yield from joiner.feed(line, index)
+    yield from joiner.flush()
+
+
+class GeminiJoiner:
+    """Gemini's stream read line by line (as a live run is). Assistant `message` deltas are
+    joined into one TEXT event, given out when another line arrives or at `flush`."""
+
+    def __init__(self) -> None:
+        self._chunks: list[str] = []
+        self._first = 0
+
+    def feed(self, line: str, index: int) -> list[AgentEvent]:
         obj = parse(line)
         if obj is None:
-            continue
+            return []
         if (
             isinstance(obj, dict)
             and obj.get("type") == "message"
             and obj.get("role") == "assistant"
         ):
-            if not chunks:
-                first = index
-            chunks.append(as_str(obj.get("content")) or "")
-            if obj.get("delta"):
-                continue
-        if chunks:
-            yield AgentEvent(EventKind.TEXT, first, text="".join(chunks), raw_type="message")
-            chunks = []
-            if isinstance(obj, dict) and obj.get("type") == "message":
-                continue
+            if not self._chunks:
+                self._first = index
+            self._chunks.append(as_str(obj.get("content")) or "")
+            return [] if obj.get("delta") else self.flush()
+        events = self.flush()
         if isinstance(obj, str):
-            yield AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")
+            events.append(
+                AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")
+            )
         else:
-            yield from gemini_object(obj, index)
-    if chunks:
-        yield AgentEvent(EventKind.TEXT, first, text="".join(chunks), raw_type="message")
+            events.extend(gemini_object(obj, index))
+        return events
+
+    def flush(self) -> list[AgentEvent]:
+        if not self._chunks:
+            return []
+        text = "".join(self._chunks)
+        self._chunks = []
+        return [AgentEvent(EventKind.TEXT, self._first, text=text, raw_type="message")]
 
 
 def gemini_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
@@ -82,7 +97,14 @@ def gemini_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
             )
         ]
     if kind == "error":
-        return [AgentEvent(EventKind.ERROR, index, error=message_of(obj), raw_type=kind)]
+        # severity "warning" (a loop was detected, a hook blocked a call) or "error" (turn limit,
+        # an empty or malformed model response): packages/core/src/output/types.ts.
+        severity = as_str(obj.get("severity"))
+        return [
+            AgentEvent(
+                EventKind.ERROR, index, error=message_of(obj), subtype=severity, raw_type=kind
+            )
+        ]
     if kind == "result":
         stats = as_dict(obj.get("stats"))
         return [

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.agents.jsonl import as_dict, as_int, as_str, message_of, parse
 from worker.models import AgentEvent, EventKind
-from worker.supervision.jsonl import as_dict, as_int, as_str, message_of
 
 
 def codex_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
@@ -87,3 +87,13 @@ def _codex_item(item: dict[str, Any], index: int) -> list[AgentEvent]:
             raw_type=str(itype),
         ),
     ]
+
+
+def codex_line(line: str, index: int = 0) -> list[AgentEvent]:
+    """One line of `codex exec --json`; a line that is not a JSON object is an ERROR event."""
+    obj = parse(line)
+    if obj is None:
+        return []
+    if isinstance(obj, str):
+        return [AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")]
+    return codex_object(obj, index)

@@ -1,0 +1,150 @@
+"""The Codex adapter: `codex exec --json`, the prompt on stdin (`-`).
+
+    codex exec --json --model M [--skip-git-repo-check] [extraArgs] -
+    codex exec --json --model M [--skip-git-repo-check] [extraArgs] resume <thread_id> -
+
+Exec-level flags go before `resume`: a Codex maintainer says they must sit "between `codex exec`
+and `resume`" (openai/codex#3817), codex-cli 0.125 rejects `-C`/`-s` after it
+(garrytan/gstack#1258), and 0.151 resumes with this exact shape (shep-ai/shep#875). `-` reads
+the prompt from stdin in both forms. Codex refuses to run outside a git repository unless told
+`--skip-git-repo-check` (../shared/REFERENCE.md).
+
+The session id is `thread.started.thread_id`; the final text is the last `agent_message` item;
+usage comes from `turn.completed`; Codex reports no cost. A mode's `permissionMode` is not used:
+`codex exec` never stops to ask for approval, so choose its sandbox with `extraArgs` (for example
+`["--sandbox", "workspace-write"]`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worker.agents.base import EventHandler
+from worker.agents.claude_stream import USAGE_LIMIT_TEXT
+from worker.agents.codex_stream import codex_line
+from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
+from worker.proc import run_process
+
+
+class CodexAdapter:
+    name = "codex"
+
+    def __init__(self, executable: str = "codex", cap_bytes: int = 2_000_000) -> None:
+        self.executable = executable
+        self.cap_bytes = cap_bytes
+
+    def command(self, request: AgentRequest) -> list[str]:
+        argv = [self.executable, "exec", "--json", "--model", request.model]
+        if not _in_git_repository(request.cwd):
+            argv.append("--skip-git-repo-check")
+        argv += list(request.extra_args)
+        if request.resume_session:
+            argv += ["resume", request.resume_session]
+        argv.append("-")
+        return argv
+
+    def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
+        collector = CodexCollector(on_event)
+        proc = run_process(
+            self.command(request),
+            cwd=request.cwd,
+            timeout_s=request.timeout_s,
+            stdin_text=request.prompt,
+            log_path=request.log_path,
+            on_line=collector.feed,
+            cap_bytes=self.cap_bytes,
+            stop=request.stop,
+        )
+        result = collector.result(proc.exit_code)
+        result.timed_out, result.stopped = proc.timed_out, proc.stopped
+        result.truncated, result.not_found = proc.truncated, proc.not_found
+        result.stderr_tail = proc.stderr_tail
+        if request.resume_session and collector.session_id is None and result.is_error:
+            # A resume that never started a thread failed on the id (a lost session, or one of
+            # another agent's): the loop then starts fresh, the same iteration.
+            result.session_missing = True
+        return result
+
+
+class CodexCollector:
+    """Folds one `codex exec --json` stream into an AgentResult, line by line."""
+
+    def __init__(self, on_event: EventHandler | None = None) -> None:
+        self.on_event = on_event
+        self.events: list[AgentEvent] = []
+        self.index = 0
+        self.session_id: str | None = None
+        self.messages: list[str] = []
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.turns = 0
+        self.completed = False
+        self.failed: str | None = None  # the message of a turn.failed
+        self.error: str | None = None  # the last top-level error no completed turn followed
+
+    def feed(self, line: str) -> str | None:
+        stop: str | None = None
+        for event in codex_line(line, self.index):
+            self.events.append(event)
+            self._fold(event)
+            if self.on_event is not None and stop is None:
+                stop = self.on_event(event)
+        self.index += 1
+        return stop
+
+    def _fold(self, event: AgentEvent) -> None:
+        if event.kind is EventKind.SESSION and event.session_id:
+            self.session_id = event.session_id
+        elif event.kind is EventKind.TEXT and event.raw_type == "agent_message":
+            self.messages.append(event.text or "")
+        elif event.kind is EventKind.ERROR and event.raw_type == "error":
+            # Only the top-level event: an `error` item is a warning, and an unparsable line is
+            # noise. The retried stream error ("Reconnecting... 1/5") has the same shape; the
+            # turn.completed that follows it clears it (openai/codex#32984).
+            self.error = event.error or "codex reported an error"
+        elif event.kind is EventKind.RESULT:
+            self.turns += 1
+            self.input_tokens += event.input_tokens or 0
+            self.output_tokens += event.output_tokens or 0
+            if event.is_error:
+                self.failed = event.error or self.error or "the turn failed"
+            else:
+                self.completed, self.error = True, None
+
+    def result(self, exit_code: int | None) -> AgentResult:
+        message = self.failed or self.error
+        if self.failed:
+            subtype = "turn.failed"
+        elif self.error:
+            subtype = "error"
+        elif not self.completed:
+            subtype = "no_result"
+        elif exit_code not in (0, None):  # None: ended by the worker after the turn completed
+            subtype = f"exit_{exit_code}"
+        else:
+            subtype = "success"
+        is_error = subtype != "success"
+        result = AgentResult(
+            exit_code=exit_code,
+            # The last agent message is Codex's final word; a failed run with none says why.
+            final_text=self.messages[-1] if self.messages else (message or ""),
+            events=self.events,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            num_turns=self.turns,
+            is_error=is_error,
+            subtype=subtype,
+            # As for Claude: a failed run's session is not one to resume.
+            session_id=None if is_error else self.session_id,
+        )
+        if is_error and message and USAGE_LIMIT_TEXT.search(message):
+            # "You've hit your usage limit. Upgrade to Pro (...) or try again in 2 days 17 hours
+            # 14 minutes." (openai/codex#3124); no reset time to parse: the wait backs off.
+            result.usage_limit_hit = True
+        return result
+
+
+def _in_git_repository(cwd: Path) -> bool:
+    """Whether cwd is inside a git work tree (`.git` is a folder, or a file in a worktree)."""
+    path = cwd.resolve()
+    return any((folder / ".git").exists() for folder in (path, *path.parents))
