@@ -71,7 +71,7 @@ class FakeAgent:
 def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeAgent:
     """A `claude` on disk (a wrapper script calling tests/fakes/fake_claude.py)."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "claude"
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_CLAUDE} "$@"\n')
     wrapper.chmod(0o755)

@@ -354,7 +354,7 @@ def agent(
     """A workspace whose only mode runs the fake `codex` or `gemini` (reviewers off)."""
     name: str = request.param
     executable = tmp_path / "bin" / name
-    executable.parent.mkdir()
+    executable.parent.mkdir(exist_ok=True)
     source = FAKE_CODEX if name == "codex" else FAKE_GEMINI
     executable.write_text(f"#!{sys.executable}\n{source}", encoding="utf-8")
     executable.chmod(0o755)
@@ -435,6 +435,11 @@ def test_an_error_event_is_an_agent_error_iteration(
         ("success", None),
     ]
     assert "AGENT_ERROR" in report.reason_codes
+    # The iteration's reason is the CLI's own error message, not a generic subtype.
+    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    (reason,) = db.execute("SELECT reason FROM iterations ORDER BY id LIMIT 1").fetchone()
+    db.close()
+    assert reason == "agent_error: shared rollout token budget exhausted"
     # The failed run's thread is not resumed: the next iteration starts afresh.
     assert "resume" not in fake.calls[1]["argv"]
     assert "shared rollout token budget exhausted" in fake.calls[1]["stdin"]
@@ -452,3 +457,31 @@ def test_a_codex_thread_that_cannot_be_resumed_starts_afresh(
     assert report.outcome.value == "success" and report.iterations == 2
     assert "SESSION_MISSING_FRESH_START" in report.reason_codes
     assert ["resume" in call["argv"] for call in fake.calls] == [False, True, False]
+
+
+@pytest.mark.parametrize("agent", ["codex"], indirect=True)
+def test_escalating_to_another_agent_does_not_resume_the_first_ones_session(
+    agent: str, fake: FakeCli, workspace: Path, fake_claude: Any
+) -> None:
+    """A claude mode escalating to a codex mode: codex starts a thread of its own instead of
+    being handed claude's session id (and failing once)."""
+    modes = json.loads((workspace / "modes" / "modes.json").read_text())
+    modes["modes"].insert(
+        0,
+        {
+            "id": "claude-first",
+            "model": "haiku",
+            "maxIterations": 2,
+            "default": True,
+            "escalation": {"triggerMode": "codex-mode"},
+        },
+    )
+    (workspace / "modes" / "modes.json").write_text(json.dumps(modes))
+    fake_claude.answers({"status": "escalate", "reason": "needs codex"})
+    fake.answers({"status": "success"})
+    write_message(workspace, "msg-switch")
+    report = run_once(load_settings(workspace), RunOptions())
+    assert report.outcome.value == "success"
+    assert report.modes == ["claude-first", "codex-mode"]
+    assert "resume" not in fake.calls[0]["argv"]
+    assert "SESSION_MISSING_FRESH_START" not in report.reason_codes

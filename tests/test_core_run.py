@@ -411,3 +411,37 @@ def test_a_run_that_crashes_says_so_in_its_record(
     assert outcome == "error" and reason == "RuntimeError: disk on fire"
     # The claim holds (its lease brings the task back), the message is not lost.
     assert (workspace / "inbox" / "claimed" / "msg-crash.json").exists()
+
+
+def test_the_agent_cannot_change_how_the_next_run_behaves(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """Without a worktree the agent works beside worker.toml, the modes and the state folder:
+    what it changes there is restored (its version kept in the run's logs)."""
+    (workspace / "worker.toml").write_text("task_cost_cap_usd = 2.0\n")
+    wrapper = fake_claude.path.read_text()
+    fake_claude.path.write_text(
+        wrapper.replace(
+            "exec ",
+            (
+                "echo 'task_cost_cap_usd = 500.0' > worker.toml\n"
+                "mkdir -p modes && echo '{\"modes\": []}' > modes/modes.json\n"
+                "rm -f .worker/worker.db\n"
+                "exec "
+            ),
+        )
+    )
+    write_message(workspace, "msg-guard")
+    report = run(workspace)
+    assert report.outcome.value == "success"
+    assert "WORKER_CONFIG_RESTORED" in report.reason_codes
+    assert "WORKER_STATE_RESTORED" in report.reason_codes
+    assert (workspace / "worker.toml").read_text() == "task_cost_cap_usd = 2.0\n"
+    assert not (workspace / "modes" / "modes.json").exists()
+    logs = workspace / ".worker" / "logs" / f"run-{report.run_id}"
+    assert "500.0" in (logs / "agent-worker.toml").read_text()
+    # The run's own record survived the deletion of the database file.
+    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    assert db.execute("SELECT outcome FROM runs WHERE id = ?", (report.run_id,)).fetchone() == (
+        "success",
+    )

@@ -335,7 +335,10 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             top_code = "FAILURE_AT_TOP_MODE" if state == "failure" else f"{escalate_code}_AT_TOP"
             return finish(Outcome.FAILURE, why, top_code)
         result.reason_codes.append(escalate_code)
-        mode = ctx.modes.get(target)
+        stronger = ctx.modes.get(target)
+        if stronger.agent != mode.agent:
+            session_id = None  # another agent CLI cannot resume this one's session
+        mode = stronger
         result.modes.append(mode.id)
         escalations += 1
         iteration = 1
@@ -375,7 +378,11 @@ def _verify(agent: AgentResult) -> StatusBlock:
     # A killed agent's text is not its final word: a block in it is not believed (false done).
     if agent.timed_out or (status.status is None and (agent.is_error or agent.exit_code)):
         code = "AGENT_TIMEOUT" if agent.timed_out else "AGENT_ERROR"
-        detail = agent.stderr_tail.strip().splitlines()[-1:] or [agent.subtype or ""]
+        detail = (
+            [agent.error]
+            if agent.error
+            else agent.stderr_tail.strip().splitlines()[-1:] or [agent.subtype or ""]
+        )
         return StatusBlock(None, f"{code.lower()}: {detail[0][:200]}", reason_code=code)
     if status.status is not None and status.reason_code == "UNKNOWN_STATUS":
         return StatusBlock(None, f"unknown status {status.status!r}", reason_code="UNKNOWN_STATUS")

@@ -114,6 +114,7 @@ class AgentResult:
     usage_limit_hit: bool = False
     session_missing: bool = False  # `--resume` named a session the CLI no longer has
     not_found: bool = False  # the agent executable could not be started
+    error: str | None = None  # the CLI's own error message, when it gave one
     stderr_tail: str = ""
     truncated: bool = False
 

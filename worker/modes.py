@@ -35,7 +35,7 @@ class Mode(BaseModel):
     max_iterations: int = Field(alias="maxIterations", gt=0, le=250)
     escalation: Escalation | None = None
     description: str = ""
-    agent: str = "claude"  # claude | command (see worker.agents.registry)
+    agent: str = "claude"  # claude | codex | gemini | command (worker.agents.registry)
     command: list[str] | None = None  # argv for the `command` agent
     iteration_timeout_s: float | None = Field(None, alias="iterationTimeoutSeconds", gt=0)
     cost_cap_usd: float | None = Field(None, alias="costCapUsd", gt=0)

@@ -99,11 +99,7 @@ class Store:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db = self._connect()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS migrations ("
             " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at REAL NOT NULL,"
@@ -119,6 +115,29 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        return db
+
+    def restore_file(self) -> bool:
+        """If the database file was deleted under us, write it back from the open connection
+        and continue on the new file; True when that happened."""
+        if self.path.exists():
+            return False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        target = sqlite3.connect(self.path)
+        try:
+            self.db.backup(target)
+        finally:
+            target.close()
+        self.db.close()
+        self.db = self._connect()
+        return True
 
     def ensure(self, component: str, migrations: Sequence[Migration]) -> None:
         """Apply the component's migrations that this database has not seen yet, in order."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.config import Settings
+from worker.guard import WorkspaceGuard
 from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
@@ -67,6 +68,7 @@ def execute(
     from worker.kernel.watcher import StopWatcher  # obeys stop/pause orders while it runs
 
     watcher = StopWatcher(settings, task, stop)
+    guard = WorkspaceGuard(settings)
     result: TaskResult | None = None
     try:
         with watcher:
@@ -84,6 +86,8 @@ def execute(
             state = "done" if done else "work in progress"
             message = f"worker: {task.id} ({state}): {task.title[:60]}"
             finish_worktree(settings.workspace, cwd, message)
+        restored = guard.check(store, settings.logs / f"run-{run_id}")
+    result.reason_codes += restored
     result = watcher.settle(result, mode_id)
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)

@@ -134,6 +134,7 @@ class CodexCollector:
             num_turns=self.turns,
             is_error=is_error,
             subtype=subtype,
+            error=message if is_error else None,
             # As for Claude: a failed run's session is not one to resume.
             session_id=None if is_error else self.session_id,
         )

@@ -127,4 +127,5 @@ class GeminiCollector:
             output_tokens=(final.output_tokens or 0) if final else 0,
             is_error=subtype != "success",
             subtype=subtype,
+            error=message if subtype != "success" else None,
         )
