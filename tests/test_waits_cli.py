@@ -15,6 +15,7 @@ from tests.conftest import run_worker, write_message
 from tests.test_waits_conditions import make_wait
 from worker.cli.app import app
 from worker.config import Settings, load_settings
+from worker.waits.state import file_name
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_list_and_show_in_text_and_json(settings: Settings) -> None:
     text = cli(ws, "waits", "list").stdout
     assert text.splitlines()[1].split()[:4] == ["msg-1", "user_approval", "an", "answer"]
     shown = json.loads(cli(ws, "waits", "show", "owner/repo#12", "--json").stdout)
-    assert shown["file"] == "owner_repo_12.json" and shown["state"]["resumeWhen"] == (
+    assert shown["file"] == file_name("owner/repo#12") and shown["state"]["resumeWhen"] == (
         "github_decision"
     )
     missing = run_worker(ws, "waits", "show", "nope")
@@ -130,3 +131,10 @@ def test_approval_and_message_reach_a_wait_file_named_unlike_its_task(settings: 
     with Store(settings.db_path) as store:
         ready = {w.task.id: w.answer for w in phase0.scan(settings, store).ready}
     assert "Note: go" in ready["msg-20"] and "use staging" in ready["msg-21"]
+
+
+def test_wait_file_names_never_collide() -> None:
+    """`a/b` and `a_b` are different tasks: their wait states are different files."""
+    assert file_name("a/b") != file_name("a_b")
+    assert file_name("msg-1") == "msg-1.json"
+    assert file_name("owner/repo#12").startswith("owner_repo_12-")

@@ -9,6 +9,7 @@ unknown keys are kept. Writes are atomic.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -112,7 +113,12 @@ def _inbox_sender(inbox: Path, state: WaitState) -> str | None:
 
 
 def file_name(task_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") + ".json"
+    """A safe file name for the task's wait state, one per task id: when characters had to be
+    replaced (`owner/name#12`), a short hash of the id keeps `a/b` and `a_b` apart."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") or "task"
+    if safe != task_id:
+        safe += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return safe + ".json"
 
 
 def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) -> Path:
