@@ -285,3 +285,27 @@ def test_sigterm_to_a_run_ends_the_agent_and_releases_the_task(
 def _zombie(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_the_agent_of_a_killed_worker_is_ended_by_the_next_run(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """SIGKILL leaves the agent running in its own process group; the next run ends it before
+    the task comes back, so two agents never work on one task."""
+    fake_claude.answers({"hang": 120, "child": True, "status": "success"}, {"status": "success"})
+    write_message(workspace, "msg-orphan")
+    first = _start(workspace, {"WORKER_LEASE_SECONDS": "600"})
+    _wait_for(lambda: fake_claude.calls, "the agent started")
+    _wait_for(lambda: Path(str(fake_claude.log) + ".children").exists(), "its child started")
+    first.kill()
+    first.communicate()
+    agent = fake_claude.calls[0]["pid"]
+    child = int(Path(str(fake_claude.log) + ".children").read_text().split()[0])
+    assert _exists(agent) and not _zombie(agent)  # orphaned, still working
+    data = json.loads(run_worker(workspace, "run", "--json").stdout)
+    assert "ORPHAN_AGENT_ENDED" in data["reason_codes"]
+    for pid in (agent, child):
+        assert not _exists(pid) or _zombie(pid), f"process {pid} survived"
+    # The task itself comes back only when its lease ends (test_killed_worker_task_...).
+    assert data["outcome"] == "idle"
+    assert (workspace / "inbox" / "claimed" / "msg-orphan.json").exists()

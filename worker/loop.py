@@ -80,6 +80,7 @@ class LoopContext:
     stop_event: threading.Event = field(default_factory=threading.Event)
     sections: list[str] = field(default_factory=list)
     renew: Callable[[], None] = lambda: None
+    on_agent_start: Callable[[int], None] = lambda pid: None
     checks: list[str] = field(default_factory=list)  # verify: commands that must pass
     checks_report: str = ""
 
@@ -168,6 +169,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             resume_session=session_id,
             extra_args=permission_args(mode),
             stop=ctx.stop_event,
+            on_start=ctx.on_agent_start,
             max_budget_usd=budget_left(mode, cost_cap, result.cost_usd),
         )
         label = f"{mode.id} ({model}) iteration {iteration}/{limit}"

@@ -7,6 +7,7 @@ persisted JSON formats are Pydantic models next to the code that owns their file
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -92,6 +93,8 @@ class AgentRequest:
     max_budget_usd: float | None = None
     # Set by the worker to end the agent at once (a stop order, SIGTERM to `worker serve`).
     stop: threading.Event | None = field(default=None, compare=False)
+    # Told the agent's pid (= its process group) once it runs: recorded on the task's claim.
+    on_start: Callable[[int], None] | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -87,6 +87,7 @@ def run_process(
     on_line: LineHandler | None = None,
     cap_bytes: int = 2_000_000,
     stop: threading.Event | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
@@ -112,6 +113,8 @@ def run_process(
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return ProcResult(argv, None, "", f"cannot start {argv[0]}: {exc}", 0.0, not_found=True)
+    if on_start is not None:
+        on_start(proc.pid)  # the pid is also the process group's id (a new session)
 
     stderr_lines: list[str] = []
     err_reader = threading.Thread(target=_drain, args=(proc.stderr, stderr_lines), daemon=True)

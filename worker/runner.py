@@ -19,6 +19,7 @@ from worker.errors import UsageError
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
+from worker.orphans import end_orphans
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import Listing, TaskSource
 from worker.sources.fallback import LAST_RUN_KEY
@@ -266,6 +267,8 @@ def _take_and_run(
         open_pr=options.open_pr,
     )
     by_name = {source.name: source for source in sources}
+    # Before any claim comes back, end the agents that dead runs left working on them.
+    orphans = end_orphans(store, settings.machine_id)
     recovered = []
     for source in sources:
         recover = getattr(source, "recover_expired", None)
@@ -285,6 +288,8 @@ def _take_and_run(
         raise
     if recovered:
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
+    if orphans:
+        snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.ORPHAN_AGENT_ENDED))
     excluded: set[str] = set()
     while True:
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
@@ -312,6 +317,7 @@ def _take_and_run(
             "skipped": [s.__dict__ for ls in snap.listings for s in ls.skipped][:50],
             "errors": [e for ls in snap.listings for e in ls.errors][:20],
             "recovered": recovered,
+            "orphans_ended": orphans,
             "excluded": sorted(excluded),
             "kernel": {**decision.event(), "applied": applied},
         },

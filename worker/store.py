@@ -270,6 +270,22 @@ class Store:
                 (state, time.time(), task_id),
             )
 
+    def note_agent(self, task_id: str, pid: int, started: str | None) -> None:
+        """Record the agent process group working on a claimed task (see worker.orphans)."""
+        with self.transaction() as db:
+            row = db.execute("SELECT detail FROM claims WHERE task_id = ?", (task_id,)).fetchone()
+            if row is None:
+                return
+            detail = json.loads(row["detail"] or "{}")
+            detail.update(agent_pgid=pid, agent_started=started)
+            db.execute(
+                "UPDATE claims SET detail = ? WHERE task_id = ?", (json.dumps(detail), task_id)
+            )
+
+    def active_claims(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM claims WHERE state = 'active'")
+        return [dict(row) for row in rows]
+
     def claim_of(self, task_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
         return dict(row) if row else None

@@ -12,6 +12,7 @@ from worker.guard import WorkspaceGuard
 from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
+from worker.orphans import start_time
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
@@ -62,6 +63,7 @@ def execute(
         stop_event=stop,
         sections=_sections(settings, store, task),
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
+        on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
     )
     if options.progress is not None:
         ctx.progress = options.progress

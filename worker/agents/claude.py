@@ -45,6 +45,7 @@ class ClaudeAdapter:
             on_line=collector.feed,
             cap_bytes=self.cap_bytes,
             stop=request.stop,
+            on_start=request.on_start,
         )
         result = collector.result(proc.exit_code)
         result.timed_out = proc.timed_out

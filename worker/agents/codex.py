@@ -54,6 +54,7 @@ class CodexAdapter:
             on_line=collector.feed,
             cap_bytes=self.cap_bytes,
             stop=request.stop,
+            on_start=request.on_start,
         )
         result = collector.result(proc.exit_code)
         result.timed_out, result.stopped = proc.timed_out, proc.stopped

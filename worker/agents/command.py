@@ -56,6 +56,7 @@ class CommandAdapter:
                 on_line=feed,
                 cap_bytes=self.cap_bytes,
                 stop=request.stop,
+                on_start=request.on_start,
             )
         return AgentResult(
             exit_code=proc.exit_code,

@@ -61,6 +61,7 @@ class GeminiAdapter:
             on_line=collector.feed,
             cap_bytes=self.cap_bytes,
             stop=request.stop,
+            on_start=request.on_start,
         )
         collector.close()
         result = collector.result(proc.exit_code)

@@ -17,6 +17,7 @@ WORDS: dict[str, str] = {
     Reason.CLAIM_LOST: "another run took a candidate first; the next one was tried",
     Reason.SOURCE_ERROR: "a source could not be read; the others were used",
     Reason.LEASE_EXPIRED: "a dead run's claim had expired and its task came back",
+    Reason.ORPHAN_AGENT_ENDED: "a dead run had left its agent running; that agent was ended",
     Reason.WAITS_PENDING: "some tasks are waiting, but none of their conditions is met",
     Reason.SAFETY_OVERRIDE: "a control order preempted the usual order of work",
     Reason.HARD_BLOCKER_ACTIVE: "a hard blocker held the turn (a running task or a ready "

@@ -38,6 +38,7 @@ class Reason(StrEnum):
     CLAIM_LOST = "CLAIM_LOST"  # another run took a candidate first; the next one was tried
     SOURCE_ERROR = "SOURCE_ERROR"  # a source could not be read; the others were used
     LEASE_EXPIRED = "LEASE_EXPIRED"  # a dead run's claim came back this run
+    ORPHAN_AGENT_ENDED = "ORPHAN_AGENT_ENDED"  # a dead run's agent was still running
     WAITS_PENDING = "WAITS_PENDING"  # wait states exist, none ready
     # the RFC's kinds of reasons, one per priority class and per preemption
     SAFETY_OVERRIDE = "SAFETY_OVERRIDE"  # a control order preempted the usual order

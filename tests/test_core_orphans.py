@@ -1,0 +1,61 @@
+"""Ending the agents that dead runs left running, and only those."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from worker.orphans import end_orphans, start_time
+from worker.store import Store
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.fixture
+def sleeper() -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_an_orphan_of_a_dead_worker_is_ended(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    with Store(tmp_path / "w.db") as store:
+        store.claim("t1", "inbox", "m", _dead_pid(), 600)
+        store.note_agent("t1", sleeper.pid, start_time(sleeper.pid))
+        assert end_orphans(store, "m") == ["t1"]
+    assert sleeper.wait(timeout=10) is not None
+
+
+def test_a_reused_pid_is_never_taken_for_the_agent(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """Same group id, but another process (another start time): left alone."""
+    with Store(tmp_path / "w.db") as store:
+        store.claim("t1", "inbox", "m", _dead_pid(), 600)
+        store.note_agent("t1", sleeper.pid, "1")
+        assert end_orphans(store, "m") == []
+    assert sleeper.poll() is None
+
+
+def test_the_agent_of_a_live_worker_or_another_machine_is_left_alone(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    with Store(tmp_path / "w.db") as store:
+        store.claim("live", "inbox", "m", sleeper.pid, 600)  # its worker is alive
+        store.note_agent("live", sleeper.pid, start_time(sleeper.pid))
+        store.claim("other", "inbox", "elsewhere", _dead_pid(), 600)
+        store.note_agent("other", sleeper.pid, start_time(sleeper.pid))
+        assert end_orphans(store, "m") == []
+    assert sleeper.poll() is None
