@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from worker.agents.base import EventHandler
+from worker.agents.base import EventHandler, run_streaming, with_process
 from worker.agents.claude_stream import SESSION_MISSING_TEXT, USAGE_LIMIT_TEXT, normalise_line
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
-from worker.proc import run_process
 
 
 class ClaudeAdapter:
@@ -36,23 +35,8 @@ class ClaudeAdapter:
 
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
         collector = StreamCollector(on_event)
-        proc = run_process(
-            self.command(request),
-            cwd=request.cwd,
-            timeout_s=request.timeout_s,
-            stdin_text=request.prompt,
-            log_path=request.log_path,
-            on_line=collector.feed,
-            cap_bytes=self.cap_bytes,
-            stop=request.stop,
-            on_start=request.on_start,
-        )
-        result = collector.result(proc.exit_code)
-        result.timed_out = proc.timed_out
-        result.stopped = proc.stopped
-        result.truncated = proc.truncated
-        result.stderr_tail = proc.stderr_tail
-        result.not_found = proc.not_found
+        proc = run_streaming(request, self.command(request), collector.feed, self.cap_bytes)
+        result = with_process(collector.result(proc.exit_code), proc)
         tail = f"{proc.stderr_tail}\n{result.final_text if result.is_error else ''}"
         if (
             not result.usage_limit_hit

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.agents.base import EventHandler
+from worker.agents.base import EventHandler, run_streaming, with_process
 from worker.agents.claude_stream import USAGE_LIMIT_TEXT
 from worker.agents.codex_stream import codex_line
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
-from worker.proc import run_process
 
 
 class CodexAdapter:
@@ -45,21 +44,8 @@ class CodexAdapter:
 
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
         collector = CodexCollector(on_event)
-        proc = run_process(
-            self.command(request),
-            cwd=request.cwd,
-            timeout_s=request.timeout_s,
-            stdin_text=request.prompt,
-            log_path=request.log_path,
-            on_line=collector.feed,
-            cap_bytes=self.cap_bytes,
-            stop=request.stop,
-            on_start=request.on_start,
-        )
-        result = collector.result(proc.exit_code)
-        result.timed_out, result.stopped = proc.timed_out, proc.stopped
-        result.truncated, result.not_found = proc.truncated, proc.not_found
-        result.stderr_tail = proc.stderr_tail
+        proc = run_streaming(request, self.command(request), collector.feed, self.cap_bytes)
+        result = with_process(collector.result(proc.exit_code), proc)
         if request.resume_session and collector.session_id is None and result.is_error:
             # A resume that never started a thread failed on the id (a lost session, or one of
             # another agent's): the loop then starts fresh, the same iteration.

@@ -21,10 +21,9 @@ a stream with no `result`, or a non-zero exit: 1 error, 42 input error, 53 turn 
 
 from __future__ import annotations
 
-from worker.agents.base import EventHandler
+from worker.agents.base import EventHandler, run_streaming, with_process
 from worker.agents.gemini_stream import GeminiJoiner
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
-from worker.proc import run_process
 
 # Neutral on purpose: the same adapter runs task prompts and reviewers' prompts.
 INSTRUCTION = "Follow the instructions above."
@@ -52,22 +51,9 @@ class GeminiAdapter:
 
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
         collector = GeminiCollector(on_event)
-        proc = run_process(
-            self.command(request),
-            cwd=request.cwd,
-            timeout_s=request.timeout_s,
-            stdin_text=request.prompt,
-            log_path=request.log_path,
-            on_line=collector.feed,
-            cap_bytes=self.cap_bytes,
-            stop=request.stop,
-            on_start=request.on_start,
-        )
+        proc = run_streaming(request, self.command(request), collector.feed, self.cap_bytes)
         collector.close()
-        result = collector.result(proc.exit_code)
-        result.timed_out, result.stopped = proc.timed_out, proc.stopped
-        result.truncated, result.not_found = proc.truncated, proc.not_found
-        result.stderr_tail = proc.stderr_tail
+        result = with_process(collector.result(proc.exit_code), proc)
         return result
 
 
