@@ -17,11 +17,18 @@ from typing import Protocol
 
 from worker.agents.registry import adapter_for, permission_args
 from worker.config import Settings
+from worker.iteration import (
+    budget_left,
+    escalation_code,
+    record_iteration,
+    task_cost_cap,
+    verify,
+    verify_checks,
+)
 from worker.models import (
     AgentEvent,
     AgentRequest,
     AgentResult,
-    IterationRecord,
     Outcome,
     StatusBlock,
     Task,
@@ -29,8 +36,6 @@ from worker.models import (
 )
 from worker.modes import Mode, ModeSet
 from worker.prompt import PromptParts, build_prompt
-from worker.sources.fallback import failure_report, run_checks
-from worker.status import parse_status
 from worker.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
@@ -158,13 +163,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             model=model,
             cwd=ctx.cwd,
             # An iteration never outlives the task's wall-clock cap.
-            timeout_s=max(
-                1.0,
-                min(
-                    mode.iteration_timeout_s or settings.iteration_timeout_s,
-                    settings.task_wall_clock_s - (time.monotonic() - started),
-                ),
-            ),
+            timeout_s=_timeout(settings, mode, time.monotonic() - started),
             log_path=settings.logs / f"run-{ctx.run_id}" / f"iteration-{seq}.jsonl",
             resume_session=session_id,
             extra_args=permission_args(mode),
@@ -180,7 +179,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             # The CLI lost the session (../shared/REFERENCE.md): start fresh, same iteration.
             result.reason_codes.append("SESSION_MISSING_FRESH_START")
             session_id = None
-            agent = _act(ctx, mode, _without_resume(request), label, t0)
+            agent = _act(ctx, mode, dataclasses.replace(request, resume_session=None), label, t0)
         duration = time.monotonic() - t0
         result.cost_usd += agent.cost_usd
         session_id = agent.session_id or session_id
@@ -201,54 +200,23 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             )
             return finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
 
-        status = _verify(agent)
-        if status.status == "success" and ctx.checks:
-            failing = [
-                c
-                for c in run_checks(
-                    ctx.checks,
-                    ctx.cwd,
-                    settings.fallback.command_timeout_s,
-                    settings.logs / f"run-{ctx.run_id}",
-                )
-                if not c.ok
-            ]
-            if failing:
-                ctx.checks_report = failure_report(failing)
-                status = StatusBlock(
-                    "continue",
-                    "the agent said success but checks still fail",
-                    reason_code="VERIFY_FAILED",
-                )
-        record = IterationRecord(
-            mode=mode.id,
-            model=model,
-            iteration=iteration,
-            status=status.status or "continue",
-            reason=status.reason,
-            reason_code=status.reason_code,
-            duration_s=duration,
-            cost_usd=agent.cost_usd,
-            input_tokens=agent.input_tokens,
-            output_tokens=agent.output_tokens,
-            exit_code=agent.exit_code,
+        status, failing = verify_checks(
+            verify(agent), ctx.checks, ctx.cwd, settings, settings.logs / f"run-{ctx.run_id}"
         )
-        result.iterations.append(record)
-        ctx.store.add_iteration(
+        if failing is not None:
+            ctx.checks_report = failing
+        record = record_iteration(
+            ctx.store,
             ctx.run_id,
             seq,
             mode=mode.id,
             model=model,
             iteration=iteration,
-            status=record.status,
-            reason=record.reason[:500],
-            reason_code=record.reason_code,
+            status=status,
+            agent=agent,
             duration_s=duration,
-            cost_usd=agent.cost_usd,
-            input_tokens=agent.input_tokens,
-            output_tokens=agent.output_tokens,
-            exit_code=agent.exit_code,
         )
+        result.iterations.append(record)
         ctx.progress.stop(
             f"{label}: {record.status} ({duration:.1f}s, {agent.input_tokens + agent.output_tokens}"
             f" tokens, ${agent.cost_usd:.4f})"
@@ -307,16 +275,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             return finish(
                 Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
             )
-        escalate_code = None
-        if emergency is not None:
-            # A loop cut short mid-iteration: a stronger mode gets the steering and a new try.
-            escalate_code = "SUPERVISOR_CUT_SHORT"
-        elif state == "escalate":
-            escalate_code = "AGENT_ESCALATE"
-        elif state == "failure":
-            escalate_code = "FAILURE_ESCALATED"
-        elif iteration >= limit:
-            escalate_code = "MAX_ITERATIONS"
+        escalate_code = escalation_code(state, emergency, iteration, limit)
         if time.monotonic() - started >= settings.task_wall_clock_s:
             return finish(
                 Outcome.FAILURE, "the task's wall-clock cap was reached", "WALL_CLOCK_CAP"
@@ -346,14 +305,9 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         iteration = 1
 
 
-def task_cost_cap(settings: Settings, mode: Mode) -> float:
-    """The task's cost cap while it runs in `mode`: the mode's own, else the global one."""
-    return mode.cost_cap_usd or settings.task_cost_cap_usd
-
-
-def budget_left(mode: Mode, cost_cap: float, spent: float) -> float | None:
-    """`--max-budget-usd` for this call: what is left of the cap (claude only)."""
-    return max(0.01, cost_cap - spent) if mode.agent == "claude" else None
+def _timeout(settings: Settings, mode: Mode, elapsed: float) -> float:
+    wall_clock_left = settings.task_wall_clock_s - elapsed
+    return max(1.0, min(mode.iteration_timeout_s or settings.iteration_timeout_s, wall_clock_left))
 
 
 def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float) -> AgentResult:
@@ -369,23 +323,3 @@ def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: fl
         return ctx.supervisor.on_event(event)
 
     return adapter.run(request, on_event)
-
-
-def _without_resume(request: AgentRequest) -> AgentRequest:
-    return dataclasses.replace(request, resume_session=None)
-
-
-def _verify(agent: AgentResult) -> StatusBlock:
-    status = parse_status(agent.final_text)
-    # A killed agent's text is not its final word: a block in it is not believed (false done).
-    if agent.timed_out or (status.status is None and (agent.is_error or agent.exit_code)):
-        code = "AGENT_TIMEOUT" if agent.timed_out else "AGENT_ERROR"
-        detail = (
-            [agent.error]
-            if agent.error
-            else agent.stderr_tail.strip().splitlines()[-1:] or [agent.subtype or ""]
-        )
-        return StatusBlock(None, f"{code.lower()}: {detail[0][:200]}", reason_code=code)
-    if status.status is not None and status.reason_code == "UNKNOWN_STATUS":
-        return StatusBlock(None, f"unknown status {status.status!r}", reason_code="UNKNOWN_STATUS")
-    return status

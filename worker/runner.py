@@ -182,7 +182,7 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     mode_id, mode_reason = _pick_mode(decision, options, modes)
     mode = modes.get(mode_id)
     from worker.agents.registry import adapter_for, permission_args
-    from worker.loop import budget_left, task_cost_cap
+    from worker.iteration import budget_left, task_cost_cap
 
     request = AgentRequest(
         prompt="",
