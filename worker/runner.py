@@ -11,8 +11,6 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.errors import UsageError
@@ -20,6 +18,7 @@ from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
 from worker.orphans import end_orphans
+from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import Listing, TaskSource
 from worker.sources.fallback import LAST_RUN_KEY
@@ -27,8 +26,7 @@ from worker.sources.registry import build_sources
 from worker.store import Store
 from worker.waits import phase0
 
-if TYPE_CHECKING:  # the loop and the agents load only when a task runs
-    from worker.loop import Progress
+__all__ = ["RunOptions", "RunReport", "request_stop", "run_once"]
 
 log = logging.getLogger(__name__)
 
@@ -40,64 +38,6 @@ def request_stop(reason: str = "stop requested") -> None:
     released. Safe to call from a signal handler."""
     log.warning("stop requested: %s", reason)
     _STOP.set()
-
-
-@dataclass
-class RunOptions:
-    dry_run: bool = False
-    task_id: str | None = None
-    mode: str | None = None
-    model: str | None = None
-    use_worktree: bool = False
-    open_pr: bool | None = None
-    progress: Progress | None = None
-
-
-@dataclass
-class RunReport:
-    outcome: Outcome
-    run_id: int | None = None
-    task_id: str | None = None
-    source: str | None = None
-    modes: list[str] = field(default_factory=list)
-    iterations: int = 0
-    reason: str = ""
-    reason_codes: list[str] = field(default_factory=list)
-    cost_usd: float = 0.0
-    duration_s: float = 0.0
-    branch: str | None = None
-    wait_state: str | None = None
-    command: list[str] | None = None
-    candidates: dict[str, int] = field(default_factory=dict)
-    mode_reason: str | None = None
-
-    @property
-    def mode(self) -> str | None:
-        return self.modes[-1] if self.modes else None
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.outcome is Outcome.FAILURE else 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome.value,
-            "task_id": self.task_id,
-            "source": self.source,
-            "mode": self.mode,
-            "modes": self.modes,
-            "iterations": self.iterations,
-            "reason": self.reason,
-            "reason_codes": self.reason_codes,
-            "run_id": self.run_id,
-            "cost_usd": round(self.cost_usd, 6),
-            "duration_s": round(self.duration_s, 3),
-            "branch": self.branch,
-            "wait_state": self.wait_state,
-            "command": self.command,
-            "candidates": self.candidates,
-            "mode_reason": self.mode_reason,
-        }
 
 
 def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport:

@@ -1,0 +1,69 @@
+"""What a caller asks of one run (RunOptions) and what it gets back (RunReport)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from worker.models import Outcome
+
+if TYPE_CHECKING:  # the loop and the agents load only when a task runs
+    from worker.loop import Progress
+
+
+@dataclass
+class RunOptions:
+    dry_run: bool = False
+    task_id: str | None = None
+    mode: str | None = None
+    model: str | None = None
+    use_worktree: bool = False
+    open_pr: bool | None = None
+    progress: Progress | None = None
+
+
+@dataclass
+class RunReport:
+    outcome: Outcome
+    run_id: int | None = None
+    task_id: str | None = None
+    source: str | None = None
+    modes: list[str] = field(default_factory=list)
+    iterations: int = 0
+    reason: str = ""
+    reason_codes: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    branch: str | None = None
+    wait_state: str | None = None
+    command: list[str] | None = None
+    candidates: dict[str, int] = field(default_factory=dict)
+    mode_reason: str | None = None
+
+    @property
+    def mode(self) -> str | None:
+        return self.modes[-1] if self.modes else None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.outcome is Outcome.FAILURE else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "task_id": self.task_id,
+            "source": self.source,
+            "mode": self.mode,
+            "modes": self.modes,
+            "iterations": self.iterations,
+            "reason": self.reason,
+            "reason_codes": self.reason_codes,
+            "run_id": self.run_id,
+            "cost_usd": round(self.cost_usd, 6),
+            "duration_s": round(self.duration_s, 3),
+            "branch": self.branch,
+            "wait_state": self.wait_state,
+            "command": self.command,
+            "candidates": self.candidates,
+            "mode_reason": self.mode_reason,
+        }
