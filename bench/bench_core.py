@@ -121,6 +121,8 @@ def main() -> None:
         task_ws = root / "task"
         (task_ws / "inbox").mkdir(parents=True)
 
+        runs = iter(range(1_000_000))
+
         def through_worker(n: int) -> float:
             script = root / f"script{n}.json"
             script.write_text(
@@ -136,10 +138,12 @@ def main() -> None:
                 "WORKER_CLAUDE_BIN": str(fake),
                 "FAKE_CLAUDE_LOG": str(calls),
             }
-            (task_ws / "inbox" / "t.json").write_text(
+            # A new message each time: a message id that already ran is refused as a copy.
+            task_id = f"t{next(runs)}"
+            (task_ws / "inbox" / f"{task_id}.json").write_text(
                 json.dumps(
                     {
-                        "id": "t",
+                        "id": task_id,
                         "from": "x",
                         "to": "bench",
                         "subject": "s",
@@ -149,15 +153,16 @@ def main() -> None:
                 )
             )
             t0 = time.perf_counter()
-            subprocess.run(
-                worker("run", "--mode", "code-complex", "--workspace", str(task_ws)),
+            proc = subprocess.run(
+                worker("run", "--json", "--mode", "code-complex", "--workspace", str(task_ws)),
                 env=agent_env,
                 capture_output=True,
                 check=False,
             )
             elapsed = time.perf_counter() - t0
-            for path in task_ws.joinpath("inbox").rglob("t*.json"):
-                path.unlink()
+            report = json.loads(proc.stdout)
+            if (report["outcome"], report["iterations"]) != ("success", n):
+                raise SystemExit(f"benchmark run went wrong: {report}")
             return elapsed
 
         def direct(n: int) -> float:
