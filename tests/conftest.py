@@ -82,6 +82,22 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeAgent:
     return agent
 
 
+GITHUB_REPO = "acme/app"
+
+
+@pytest.fixture
+def fake_github(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A local GitHub REST API on 127.0.0.1 with `acme/app` (a `maintainer` with write access)
+    and a token in the environment; each test adds its own issues."""
+    from tests.fakes.github_server import FakeGitHub
+
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token-abc")
+    fake = FakeGitHub().start()
+    fake.add_repo(GITHUB_REPO, {"maintainer": "write"})
+    yield fake
+    fake.stop()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"

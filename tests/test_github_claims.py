@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,9 @@ TASK = f"{REPO}#1"
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token-abc")
-    fake = FakeGitHub().start()
-    fake.add_repo(REPO, {"maintainer": "write"})
-    fake.add_issue(REPO, 1, body="Agent: Claude Code\nDo it.", labels=("roo-schedulable",))
-    yield fake
-    fake.stop()
+def server(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_issue(REPO, 1, body="Agent: Claude Code\nDo it.", labels=("roo-schedulable",))
+    return fake_github
 
 
 def claim_markers(server: FakeGitHub) -> list[str]:

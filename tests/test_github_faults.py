@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,9 @@ ISSUES = r"/repos/acme/app/issues$"
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token-abc")
-    fake = FakeGitHub().start()
-    fake.add_repo(REPO, {"maintainer": "write"})
-    fake.add_issue(REPO, 1, labels=("roo-schedulable",))
-    yield fake
-    fake.stop()
+def server(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_issue(REPO, 1, labels=("roo-schedulable",))
+    return fake_github
 
 
 @pytest.mark.parametrize("status", [500, 502])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,9 @@ REPO = "acme/app"
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token-abc")
-    fake = FakeGitHub().start()
-    fake.add_repo(REPO, {"maintainer": "write", "lead": "admin", "viewer": "read"})
-    yield fake
-    fake.stop()
+def server(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_repo(REPO, {"maintainer": "write", "lead": "admin", "viewer": "read"})
+    return fake_github
 
 
 def writes(server: FakeGitHub) -> list[str]:

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,11 @@ TASK = f"{REPO}#7"
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token-abc")
-    fake = FakeGitHub().start()
-    fake.add_repo(REPO, {"maintainer": "write"})
-    fake.add_issue(REPO, 7, title="Fix the parser", body="Agent: Any")  # not labelled: no task
-    yield fake
-    fake.stop()
+def server(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_issue(
+        REPO, 7, title="Fix the parser", body="Agent: Any"
+    )  # not labelled: no task
+    return fake_github
 
 
 def make_settings(ws: Path, server: FakeGitHub, **github: Any) -> Settings:
