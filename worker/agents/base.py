@@ -51,3 +51,34 @@ def with_process(result: AgentResult, proc: ProcResult) -> AgentResult:
     result.truncated, result.not_found = proc.truncated, proc.not_found
     result.stderr_tail = proc.stderr_tail
     return result
+
+
+class EventCollector:
+    """Folds one invocation's output into a result, line by line: each line becomes events
+    (`normalise`), each event updates the collector (`fold`) and goes to the run's handler
+    (the supervisor) until one asks to stop. Subclasses say how to read and what to keep."""
+
+    def __init__(self, on_event: EventHandler | None = None) -> None:
+        self.on_event = on_event
+        self.events: list[AgentEvent] = []
+        self.index = 0
+
+    def normalise(self, line: str, index: int) -> list[AgentEvent]:
+        raise NotImplementedError
+
+    def fold(self, event: AgentEvent) -> None:
+        raise NotImplementedError
+
+    def feed(self, line: str) -> str | None:
+        stop = self.take(self.normalise(line, self.index))
+        self.index += 1
+        return stop
+
+    def take(self, events: list[AgentEvent]) -> str | None:
+        stop: str | None = None
+        for event in events:
+            self.events.append(event)
+            self.fold(event)
+            if self.on_event is not None and stop is None:
+                stop = self.on_event(event)
+        return stop

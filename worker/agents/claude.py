@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.agents.base import EventHandler, run_streaming, with_process
+from worker.agents.base import EventCollector, EventHandler, run_streaming, with_process
 from worker.agents.claude_stream import SESSION_MISSING_TEXT, USAGE_LIMIT_TEXT, normalise_line
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
 
@@ -49,13 +49,11 @@ class ClaudeAdapter:
         return result
 
 
-class StreamCollector:
-    """Folds the event stream of one invocation into an AgentResult, line by line."""
+class StreamCollector(EventCollector):
+    """Folds Claude's stream-json of one invocation into an AgentResult, line by line."""
 
     def __init__(self, on_event: EventHandler | None = None) -> None:
-        self.on_event = on_event
-        self.events: list[AgentEvent] = []
-        self.index = 0
+        super().__init__(on_event)
         self.texts: list[str] = []
         self.final: AgentEvent | None = None
         self.session_id: str | None = None
@@ -65,17 +63,10 @@ class StreamCollector:
         self.limit_until: float | None = None
         self.limit_hit = False
 
-    def feed(self, line: str) -> str | None:
-        stop: str | None = None
-        for event in normalise_line(line, self.index):
-            self.events.append(event)
-            self._fold(event)
-            if self.on_event is not None and stop is None:
-                stop = self.on_event(event)
-        self.index += 1
-        return stop
+    def normalise(self, line: str, index: int) -> list[AgentEvent]:
+        return normalise_line(line, index)
 
-    def _fold(self, event: AgentEvent) -> None:
+    def fold(self, event: AgentEvent) -> None:
         if event.kind is EventKind.SESSION and event.session_id:
             self.session_id = event.session_id
         elif event.kind is EventKind.TEXT and event.text:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.agents.base import EventHandler, run_streaming, with_process
+from worker.agents.base import EventCollector, EventHandler, run_streaming, with_process
 from worker.agents.claude_stream import USAGE_LIMIT_TEXT
 from worker.agents.codex_stream import codex_line
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
@@ -53,13 +53,11 @@ class CodexAdapter:
         return result
 
 
-class CodexCollector:
+class CodexCollector(EventCollector):
     """Folds one `codex exec --json` stream into an AgentResult, line by line."""
 
     def __init__(self, on_event: EventHandler | None = None) -> None:
-        self.on_event = on_event
-        self.events: list[AgentEvent] = []
-        self.index = 0
+        super().__init__(on_event)
         self.session_id: str | None = None
         self.messages: list[str] = []
         self.input_tokens = 0
@@ -69,17 +67,10 @@ class CodexCollector:
         self.failed: str | None = None  # the message of a turn.failed
         self.error: str | None = None  # the last top-level error no completed turn followed
 
-    def feed(self, line: str) -> str | None:
-        stop: str | None = None
-        for event in codex_line(line, self.index):
-            self.events.append(event)
-            self._fold(event)
-            if self.on_event is not None and stop is None:
-                stop = self.on_event(event)
-        self.index += 1
-        return stop
+    def normalise(self, line: str, index: int) -> list[AgentEvent]:
+        return codex_line(line, index)
 
-    def _fold(self, event: AgentEvent) -> None:
+    def fold(self, event: AgentEvent) -> None:
         if event.kind is EventKind.SESSION and event.session_id:
             self.session_id = event.session_id
         elif event.kind is EventKind.TEXT and event.raw_type == "agent_message":

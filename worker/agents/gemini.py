@@ -21,7 +21,7 @@ a stream with no `result`, or a non-zero exit: 1 error, 42 input error, 53 turn 
 
 from __future__ import annotations
 
-from worker.agents.base import EventHandler, run_streaming, with_process
+from worker.agents.base import EventCollector, EventHandler, run_streaming, with_process
 from worker.agents.gemini_stream import GeminiJoiner
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
 
@@ -57,42 +57,32 @@ class GeminiAdapter:
         return result
 
 
-class GeminiCollector:
+class GeminiCollector(EventCollector):
     """Folds one Gemini `stream-json` stream into an AgentResult, line by line."""
 
     def __init__(self, on_event: EventHandler | None = None) -> None:
-        self.on_event = on_event
+        super().__init__(on_event)
         self.joiner = GeminiJoiner()
-        self.events: list[AgentEvent] = []
-        self.index = 0
         self.texts: list[str] = []
         self.final: AgentEvent | None = None
         self.error: str | None = None  # the last error event of severity "error"
 
-    def feed(self, line: str) -> str | None:
-        stop = self._take(self.joiner.feed(line, self.index))
-        self.index += 1
-        return stop
+    def normalise(self, line: str, index: int) -> list[AgentEvent]:
+        return self.joiner.feed(line, index)
 
     def close(self) -> None:
         """The stream ended: give out the text still being joined (the process is gone, so a
         stop asked for now has nothing left to stop)."""
-        self._take(self.joiner.flush())
+        self.take(self.joiner.flush())
 
-    def _take(self, events: list[AgentEvent]) -> str | None:
-        stop: str | None = None
-        for event in events:
-            self.events.append(event)
-            if event.kind is EventKind.TEXT and event.text:
-                self.texts.append(event.text)
-            elif event.kind is EventKind.ERROR and event.raw_type == "error":
-                if event.subtype != "warning":
-                    self.error = event.error or "gemini reported an error"
-            elif event.kind is EventKind.RESULT:
-                self.final = event
-            if self.on_event is not None and stop is None:
-                stop = self.on_event(event)
-        return stop
+    def fold(self, event: AgentEvent) -> None:
+        if event.kind is EventKind.TEXT and event.text:
+            self.texts.append(event.text)
+        elif event.kind is EventKind.ERROR and event.raw_type == "error":
+            if event.subtype != "warning":
+                self.error = event.error or "gemini reported an error"
+        elif event.kind is EventKind.RESULT:
+            self.final = event
 
     def result(self, exit_code: int | None) -> AgentResult:
         final = self.final
