@@ -22,7 +22,7 @@ if os.environ.get("CI"):
 
 FAKE_CLAUDE = Path(__file__).parent / "fakes" / "fake_claude.py"
 REPO = Path(__file__).resolve().parents[1]
-TRANSCRIPTS = REPO.parent / "shared" / "fixtures" / "transcripts"
+TRANSCRIPTS = Path(__file__).parent / "fixtures" / "transcripts"
 
 
 @pytest.fixture(autouse=True)

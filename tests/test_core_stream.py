@@ -12,12 +12,6 @@ from worker.models import EventKind
 
 from .conftest import TRANSCRIPTS
 
-needs_fixtures = pytest.mark.skipif(
-    not TRANSCRIPTS.is_dir(), reason="../shared/fixtures/transcripts is not present"
-)
-
-
-@needs_fixtures
 def test_simple_text_transcript() -> None:
     lines = (TRANSCRIPTS / "claude-stream-simple-text.jsonl").read_text().splitlines()
     collector = StreamCollector()
@@ -33,7 +27,6 @@ def test_simple_text_transcript() -> None:
     assert result.cost_usd > 0
 
 
-@needs_fixtures
 def test_rate_limit_allowed_is_not_a_limit_and_empty_result_falls_back() -> None:
     lines = (TRANSCRIPTS / "claude-stream-rate-limit-overage-rejected.jsonl").read_text()
     collector = StreamCollector()
@@ -47,7 +40,6 @@ def test_rate_limit_allowed_is_not_a_limit_and_empty_result_falls_back() -> None
     assert result.final_text == "\n\nHello."
 
 
-@needs_fixtures
 def test_session_log_with_tool_errors_parses() -> None:
     path = TRANSCRIPTS / "claude-session-main-with-compaction.jsonl"
     events = list(normalise_lines(path.read_text().splitlines()))
@@ -58,7 +50,6 @@ def test_session_log_with_tool_errors_parses() -> None:
     assert not [e for e in events if e.kind is EventKind.ERROR]
 
 
-@needs_fixtures
 @pytest.mark.parametrize(
     "name", sorted(p.name for p in TRANSCRIPTS.glob("*.json*")) if TRANSCRIPTS.is_dir() else []
 )

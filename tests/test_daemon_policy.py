@@ -15,7 +15,7 @@ from worker.errors import ConfigError
 
 
 def test_defaults_are_the_reference_values() -> None:
-    """../shared/REFERENCE.md, "Process supervision defaults"."""
+    """The defaults of systemd, Kubernetes and Erlang/OTP cited in worker/daemon/policy.py."""
     d = DaemonSettings()
     assert (d.backoff_base_s, d.backoff_cap_s, d.backoff_reset_s) == (1.0, 60.0, 600.0)
     assert (d.crash_loop_count, d.crash_loop_window_s) == (5, 300.0)

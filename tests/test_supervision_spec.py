@@ -164,7 +164,7 @@ def test_8_cascade_three_different_tools_failing() -> None:
 
 def test_8b_permission_denials_and_infrastructure_errors_are_counted_apart() -> None:
     """Denied tools are not a cascade of failures, nor are network errors: each has its
-    own kind and its own message (REFERENCE.md: leave permission denials out)."""
+    own kind and its own message (Cline and Roo Code leave permission denials out)."""
     sup = supervisor()
     stream = Stream()
     for tool in ("Bash", "WebFetch", "Write"):

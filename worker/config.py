@@ -60,7 +60,7 @@ class Settings(BaseModel):
     lease_seconds: int = Field(3600, gt=0)
     iteration_timeout_s: float = Field(1800.0, gt=0)
     task_wall_clock_s: float = Field(4 * 3600.0, gt=0)
-    # SWE-agent's default budget per task is $3 (../shared/REFERENCE.md).
+    # SWE-agent's default budget per task is $3 (its `per_instance_cost_limit`).
     task_cost_cap_usd: float = Field(3.0, gt=0)
     output_cap_bytes: int = Field(2_000_000, gt=1000)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)

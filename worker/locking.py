@@ -1,7 +1,7 @@
 """The workspace's run lock: one run (or one wait-state edit) at a time per workspace.
 
 An OS lock (filelock), taken without waiting: when another process holds it the caller gets
-LockHeld, which exits 75 (EX_TEMPFAIL: try again later; ../shared/REFERENCE.md).
+LockHeld, which exits 75 (EX_TEMPFAIL in BSD sysexits.h: try again later).
 """
 
 from __future__ import annotations

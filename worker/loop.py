@@ -41,8 +41,7 @@ from worker.supervision.protocol import IterationView, NullSupervisor, TaskSuper
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
 from worker.workspace_git import changed_files, diff_digest, save_diff
 
-# The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3;
-# ../shared/REFERENCE.md) means the agent, not the task, is broken.
+# The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3) means the agent, not the task, is broken.
 _SAME_ERROR_LIMIT = 3
 
 
@@ -176,7 +175,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         t0 = time.monotonic()
         agent = _act(ctx, mode, request, label, t0)
         if agent.session_missing and session_id:
-            # The CLI lost the session (../shared/REFERENCE.md): start fresh, same iteration.
+            # The CLI lost the session (claude-code issues): start fresh, same iteration.
             result.reason_codes.append("SESSION_MISSING_FRESH_START")
             session_id = None
             agent = _act(ctx, mode, dataclasses.replace(request, resume_session=None), label, t0)

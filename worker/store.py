@@ -1,7 +1,7 @@
 """SQLite runtime store: runs, iterations, decisions, claims and cursors.
 
 WAL, synchronous=NORMAL, busy_timeout 5000 ms, BEGIN IMMEDIATE for read-modify-write
-(../shared/REFERENCE.md). Migrations are ordered functions per component, recorded in the
+(SQLite's WAL documentation). Migrations are ordered functions per component, recorded in the
 `migrations` table and run on open; each part of worker (`core`, `github`, `daemon`,
 `review`, ...) brings its own list through `Store.ensure`.
 """

@@ -15,7 +15,7 @@ class ClaudeAdapter:
         self.cap_bytes = cap_bytes
 
     def command(self, request: AgentRequest) -> list[str]:
-        # The prompt goes on stdin: a very large -p argument can stall (../shared/REFERENCE.md).
+        # The prompt goes on stdin: a very large -p argument can stall (claude-code issues).
         argv = [
             self.executable,
             "-p",
@@ -103,7 +103,7 @@ class StreamCollector(EventCollector):
             result.final_text = "\n".join(self.texts)
             result.is_error = True
             result.subtype = "no_result"
-        # Never record a session id from an is_error result (../shared/REFERENCE.md).
+        # Never record a session id from an is_error result: it may name no session.
         if not result.is_error:
             result.session_id = (final.session_id if final else None) or self.session_id
         result.usage_limit_hit = self.limit_hit

@@ -7,7 +7,7 @@ Exec-level flags go before `resume`: a Codex maintainer says they must sit "betw
 and `resume`" (openai/codex#3817), codex-cli 0.125 rejects `-C`/`-s` after it
 (garrytan/gstack#1258), and 0.151 resumes with this exact shape (shep-ai/shep#875). `-` reads
 the prompt from stdin in both forms. Codex refuses to run outside a git repository unless told
-`--skip-git-repo-check` (../shared/REFERENCE.md).
+`--skip-git-repo-check` (Codex's `exec` docs).
 
 The session id is `thread.started.thread_id`; the final text is the last `agent_message` item;
 usage comes from `turn.completed`; Codex reports no cost. A mode's `permissionMode` is not used:

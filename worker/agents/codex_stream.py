@@ -1,5 +1,5 @@
-"""Codex `exec --json` lines as AgentEvents (shapes: ../shared/REFERENCE.md and the recorded
-transcripts in ../shared/fixtures/transcripts/). Tool items become a call and its result when
+"""Codex `exec --json` lines as AgentEvents (shapes: Codex's `exec --json` docs and the
+recorded transcripts in tests/fixtures/transcripts/). Tool items become a call and its result when
 they complete; `item.started` is left out so that a call is never counted twice.
 """
 

@@ -16,7 +16,7 @@ iteration's output. The session id stays visible in the `init` event of the logs
 The final text is the assistant `message` deltas joined. An error is a `result` with status
 `error`, an `error` event of severity `error` (turn limit, empty or malformed model response),
 a stream with no `result`, or a non-zero exit: 1 error, 42 input error, 53 turn limit
-(../shared/REFERENCE.md). Gemini reports no cost.
+(Gemini CLI's headless-mode docs). Gemini reports no cost.
 """
 
 from __future__ import annotations

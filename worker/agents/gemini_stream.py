@@ -1,6 +1,6 @@
 """Gemini CLI `stream-json` lines (and its `--output-format json` object) as AgentEvents.
 
-Shapes: ../shared/REFERENCE.md and ../shared/fixtures/transcripts/gemini-*.
+Shapes: Gemini CLI's headless-mode docs and tests/fixtures/transcripts/gemini-*.
 """
 
 from __future__ import annotations

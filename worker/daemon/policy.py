@@ -1,6 +1,6 @@
 """Restart policy: backoff and crash-loop detection. Pure: time comes in as numbers.
 
-Defaults and their sources are in ../shared/REFERENCE.md, "Process supervision defaults":
+Defaults and their sources:
 1 s doubling with jitter, cap 60 s, reset after 10 minutes stable (Kubernetes, KEP-4603);
 5 crashes in 300 s is a crash loop (Erlang/OTP restart intensity).
 """
@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from worker.daemon.settings import DaemonSettings
 
-# sysexits: 78 EX_CONFIG means "fix the configuration, do not restart" (REFERENCE.md).
+# sysexits: 78 EX_CONFIG means "fix the configuration, do not restart" (BSD sysexits.h).
 EXIT_CONFIG = 78
 
 

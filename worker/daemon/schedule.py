@@ -1,7 +1,7 @@
 """`worker schedule`: ready-to-install cron, systemd and Task Scheduler definitions. Pure text.
 
 The numbers come from the `[daemon]` settings so the outer scheduler agrees with the inner one
-(../shared/REFERENCE.md, "Process supervision defaults"): systemd's start limit is the crash-loop
+(see worker/daemon/settings.py): systemd's start limit is the crash-loop
 window and count, which must exceed the backoff sum or it never trips (the 5-in-10 s pitfall);
 exit 75 (EX_TEMPFAIL: another run holds the lock) is a success, exit 78 (EX_CONFIG) is never
 restarted; one run at a time, missed runs coalesce (flock, Task Scheduler IgnoreNew).

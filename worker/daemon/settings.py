@@ -1,6 +1,6 @@
 """Settings of `worker serve` and `worker supervise` (section `[daemon]`).
 
-Defaults come from ../shared/REFERENCE.md, "Process supervision defaults". Every time constant
+Defaults follow systemd, Kubernetes and Erlang/OTP (each cited in policy.py). Every time constant
 is a setting so that tests (and impatient people) can shrink them.
 """
 

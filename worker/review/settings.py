@@ -1,6 +1,6 @@
 """Settings of reviewers and the knowledge store (section `[review]`).
 
-Defaults come from the supervisor-layer spec (../shared/seeds/003_d046e342747953e8.txt):
+Defaults come from the supervisor-layer spec this project started from:
 style every 5 tasks, knowledge every 3, design at milestones; urgency weights +0.3 / +1.0 /
 +0.2 with a threshold of 1.0; directives age out after 15 tasks; at most 10 pending cleanup
 directives; about 2k tokens of knowledge in a prompt.

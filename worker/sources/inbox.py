@@ -89,7 +89,7 @@ class InboxSource:
 
     def _repeats(self, message: Message, path: Path) -> str | None:
         """Why this file repeats a message already taken, or None. A synced drive's conflicted
-        copy (`name (1).json`, ../shared/REFERENCE.md) or a reused id would run a task twice."""
+        copy (`name (1).json`, as Google Drive makes) or a reused id would run a task twice."""
         for name in (path.name, f"{message.id}.json"):
             if (self.done / name).exists():
                 return f"duplicate: message {message.id!r} was already taken ({self.done / name})"

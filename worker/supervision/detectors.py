@@ -2,7 +2,7 @@
 
 `StreamDetectors.observe(event)` updates a handful of counters and returns the anomalies the
 event completes. Each step is O(1) (the cascade window is a fixed-size deque), so a replay of
-100,000 events stays linear. The thresholds are in settings.py, cited to REFERENCE.md.
+100,000 events stays linear. The thresholds are in settings.py, each cited to its source.
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ class StreamDetectors:
 
     def _cascades(self, found: list[Anomaly]) -> None:
         # 3 distinct tools failing in the last 5 results; permission denials and
-        # infrastructure errors are counted apart (REFERENCE.md; Cline, Roo).
+        # infrastructure errors are counted apart (Cline, Roo Code).
         if not self._cascade and all(item[1] is None for item in self._results):
             return  # nothing failing in the window: the common case, kept cheap
         window = [(tool, cls) for tool, cls, _, _ in self._results]

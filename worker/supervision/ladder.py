@@ -10,7 +10,7 @@ _RANKS: dict[str, int] = {level: rank for rank, level in enumerate(PACE_LEVELS)}
 def stall_step(counter: int, progressed: bool) -> int:
     """One iteration of the stall counter: +1 without progress, -1 with it (never below 0).
 
-    Decrementing rather than resetting is Magentic-One's rule (REFERENCE.md): one lucky
+    Decrementing rather than resetting is Magentic-One's rule: one lucky
     change does not wipe out a long stall.
     """
     return max(0, counter - 1) if progressed else counter + 1

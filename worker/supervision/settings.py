@@ -1,8 +1,7 @@
 """Settings of the supervisor (section `[supervision]` of worker.toml).
 
-Defaults come from the "Stuck and loop detection defaults" table of ../shared/REFERENCE.md
-(public agents: Cline, Roo Code, Gemini CLI, OpenCode, OpenHands, SWE-agent, Magentic-One,
-Goose) and from the supervisor-loop spec (../shared/seeds/001_e7e6a6a2444b102a.txt). Where
+Defaults come from public agents ( Cline, Roo Code, Gemini CLI, OpenCode, OpenHands, SWE-agent, Magentic-One,
+Goose) and from the supervisor-loop spec this project started from. Where
 no public default exists the number is ours, and the comment says so.
 
     [supervision]
@@ -27,7 +26,7 @@ PaceLevel = Literal["primary", "alternate", "contingent", "emergency"]
 PACE_LEVELS: tuple[PaceLevel, ...] = ("primary", "alternate", "contingent", "emergency")
 
 # The anomaly kinds; each has its own cooldown. Cascades are split by failure class because
-# REFERENCE.md says to count permission denials apart (Cline, Roo); infrastructure errors
+# Cline and Roo Code count permission denials apart; infrastructure errors
 # (network, API, disk) get the same treatment: they are not the agent's reasoning failing.
 KINDS = (
     "stall",

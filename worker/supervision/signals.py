@@ -25,7 +25,7 @@ _EXIT_LINE = re.compile(r"(?i)^\s*exit code:? -?\d+\s*$")
 _SPACE = re.compile(r"\s+")
 
 # How Claude Code, Codex and Gemini CLI word a refused tool (denied by the user or by the
-# permission settings); REFERENCE.md: leave these out of the cascade count.
+# permission settings); Cline and Roo Code leave these out of the cascade count.
 _PERMISSION = re.compile(
     r"(?i)(requested permissions? to use|haven't granted|permission to use \S+ (?:was|has "
     r"been) denied|user (?:doesn't|does not) want to proceed|user denied|rejected by (?:the )?"

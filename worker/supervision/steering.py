@@ -107,7 +107,7 @@ class Cooldowns:
     """Per anomaly type: no repeat within `turns` turns, unless the streak grew.
 
     A streak grows when its level rises (warn to urgent) or its count at least doubles since
-    the last message; an emergency always passes (the spec; REFERENCE.md, OpenHands SDK).
+    the last message; an emergency always passes (the supervisor-loop spec; OpenHands SDK).
     """
 
     def __init__(self, turns: int) -> None:

@@ -107,7 +107,7 @@ class Supervisor:
     # -- judgements -----------------------------------------------------------------------
 
     def _judge_progress(self, view: IterationView) -> None:
-        """Iterations without file changes; a change decrements (Magentic-One, REFERENCE).
+        """Iterations without file changes; a change decrements (Magentic-One).
 
         Progress is any of: the set of changed files differs from last time (it is the whole
         uncommitted change, not this iteration's), the diff digest changed, or a file-changing

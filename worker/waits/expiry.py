@@ -1,7 +1,7 @@
 """Expiry: a wait past its expiry ends with the outcome `expired`, reported to its source.
 
 Common to Temporal, Step Functions and GitHub environments: a hard expiry with an explicit
-outcome (../shared/REFERENCE.md). The file is moved to `<wait_states>/expired/` with its
+outcome. The file is moved to `<wait_states>/expired/` with its
 reason, so nothing is lost; when the report fails it stays in place and is retried next run.
 """
 

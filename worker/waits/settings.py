@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class WaitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # ../shared/REFERENCE.md: expire after 7 days by default, at most 30.
+    # Expire after 7 days by default, at most 30 (GitHub environments wait at most 30 days).
     expiry_days: float = Field(7.0, gt=0, le=30)
     recheck_interval_s: float = Field(300.0, ge=0)
     approvers: list[str] = Field(default_factory=list)

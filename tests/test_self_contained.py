@@ -1,0 +1,52 @@
+"""The repository stands on its own: a clone anywhere passes its tests.
+
+Nothing in the project may point outside it (the developers' `../shared` folder is not part of
+a clone), and the recorded fixtures the tests read travel with their licences.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+
+
+def _tracked_files() -> list[Path]:
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+        ).stdout.decode()
+        names = [name for name in out.split("\0") if name]
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: walk the tree
+        names = [
+            str(p.relative_to(REPO))
+            for p in REPO.rglob("*")
+            if p.is_file() and ".git" not in p.parts and ".venv" not in p.parts
+        ]
+    return [REPO / name for name in names if (REPO / name).is_file()]
+
+
+def test_no_file_points_outside_the_repository() -> None:
+    """No code, comment, test, bench or document refers to the developers' ../shared folder."""
+    needle = "../" + "shared"  # split so that this file does not match itself
+    offenders = []
+    for path in _tracked_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if needle in text or ("shared" + "/fixtures") in text:
+            offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []
+
+
+def test_recorded_transcripts_travel_with_their_licence() -> None:
+    assert (FIXTURES / "README.md").is_file()
+    assert (FIXTURES / "LICENSE-agentcmd.txt").is_file()
+    recorded = sorted(p.name for p in FIXTURES.glob("*.json*"))
+    assert len(recorded) >= 9
+    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    for name in recorded:
+        assert f"`{name}`" in readme, f"{name} has no source and licence in README.md"
