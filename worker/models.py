@@ -97,6 +97,31 @@ class AgentRequest:
     on_start: Callable[[int], None] | None = field(default=None, compare=False)
 
 
+class InfraKind(StrEnum):
+    """Why an agent invocation failed for reasons outside the task: infrastructure, not work."""
+
+    AUTH = "auth"  # 401/403, "Invalid API key": the operator must fix a key; exit 78
+    UNAVAILABLE = "unavailable"  # overloaded (529), 5xx, network: wait and retry later
+    USAGE_LIMIT = "usage_limit"  # the plan's limit; a timed wait until it resets
+    MISSING_BINARY = "missing_binary"  # not found, not executable, a folder; exit 78
+    CLI_CRASH = "cli_crash"  # non-zero exit without a result event
+
+
+@dataclass(frozen=True)
+class InfraFailure:
+    """An infrastructure failure read from a CLI's events or its exit.
+
+    `message` names the cause in words, for logs, `worker why`, replies and comments, e.g.
+    "Claude Code could not authenticate: Invalid API key · Fix external API key (HTTP 401)".
+    `setting` names what the operator should fix (`claude_bin`, `ANTHROPIC_API_KEY`), if known.
+    """
+
+    kind: InfraKind
+    message: str
+    http_status: int | None = None
+    setting: str | None = None
+
+
 @dataclass
 class AgentResult:
     """What one agent invocation did, read from its events and its exit."""
@@ -120,6 +145,7 @@ class AgentResult:
     error: str | None = None  # the CLI's own error message, when it gave one
     stderr_tail: str = ""
     truncated: bool = False
+    infra: InfraFailure | None = None  # set when the failure was not the task's
 
 
 @dataclass(frozen=True)
