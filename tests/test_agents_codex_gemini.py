@@ -227,11 +227,12 @@ def test_gemini_command_line_and_approval_mode(tmp_path: Path) -> None:
     settings = load_settings(tmp_path)
     adapter = adapter_for(settings, mode)
     assert isinstance(adapter, GeminiAdapter)
-    # The session id a loop may still hold is ignored: a new session each time.
+    # The session id a loop may still hold is ignored: a new session each time; the workspace
+    # is trusted for the run.
     argv = adapter.command(agent_request(tmp_path, resume_session="s-1", extra_args=args))
     assert argv == [
         "gemini", "-p", INSTRUCTION, "--output-format", "stream-json", "--model", "m",
-        "--approval-mode", "yolo", "--include-directories", "docs",
+        "--skip-trust", "--approval-mode", "yolo", "--include-directories", "docs",
     ]  # fmt: skip
 
 

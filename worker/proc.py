@@ -88,11 +88,13 @@ def run_process(
     cap_bytes: int = 2_000_000,
     stop: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_stderr: LineHandler | None = None,
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
     for a failing command (a missing executable is reported as `not_found`). Without `env`
-    the child gets `child_env()`: never the worker's GitHub token."""
+    the child gets `child_env()`: never the worker's GitHub token. `on_stderr` sees each
+    stderr line and may stop the run the same way (CLIs that report retries only there)."""
     argv = [str(part) for part in argv]
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
@@ -116,14 +118,23 @@ def run_process(
     if on_start is not None:
         on_start(proc.pid)  # the pid is also the process group's id (a new session)
 
+    state: dict[str, str | bool | None] = {"timed_out": False, "stopped": None}
     stderr_lines: list[str] = []
-    err_reader = threading.Thread(target=_drain, args=(proc.stderr, stderr_lines), daemon=True)
+
+    def on_err(line: str) -> None:
+        reason = on_stderr(line.rstrip("\n")) if on_stderr is not None else None
+        if reason and not state["stopped"]:
+            state["stopped"] = reason
+            kill_group(proc)
+
+    err_reader = threading.Thread(
+        target=_drain, args=(proc.stderr, stderr_lines, on_err), daemon=True
+    )
     err_reader.start()
     if stdin_text is not None and proc.stdin is not None:
         feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True)
         feeder.start()
 
-    state: dict[str, str | bool | None] = {"timed_out": False, "stopped": None}
     deadline = started + timeout_s
     finished = threading.Event()
 
@@ -216,11 +227,15 @@ def kill_group(proc: subprocess.Popen[str], *, force: bool = False) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _drain(stream: IO[str] | None, into: list[str]) -> None:
+def _drain(
+    stream: IO[str] | None, into: list[str], on_line: Callable[[str], None] | None = None
+) -> None:
     if stream is None:
         return
     total = 0
     for line in stream:
+        if on_line is not None:
+            on_line(line)
         into.append(line)
         total += len(line)
         while total > 16_000 and len(into) > 1:

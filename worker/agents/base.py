@@ -28,10 +28,15 @@ class AgentAdapter(Protocol):
 
 
 def run_streaming(
-    request: AgentRequest, argv: list[str], on_line: LineHandler, cap_bytes: int
+    request: AgentRequest,
+    argv: list[str],
+    on_line: LineHandler,
+    cap_bytes: int,
+    on_stderr: LineHandler | None = None,
 ) -> ProcResult:
-    """Run a streaming agent CLI for one request: the prompt on stdin, each line to `on_line`,
-    the request's timeout, log, stop event and start callback."""
+    """Run a streaming agent CLI for one request: the prompt on stdin, each line to `on_line`
+    (and each stderr line to `on_stderr`), the request's timeout, log, stop event and start
+    callback."""
     return run_process(
         argv,
         cwd=request.cwd,
@@ -42,6 +47,7 @@ def run_streaming(
         cap_bytes=cap_bytes,
         stop=request.stop,
         on_start=request.on_start,
+        on_stderr=on_stderr,
     )
 
 
