@@ -397,9 +397,10 @@ def test_success_on_the_first_iteration(agent: str, fake: FakeCli, workspace: Pa
     call = fake.calls[0]
     assert "Please do the thing." in call["stdin"] and "=== AGENT STATUS ===" in call["stdin"]
     if agent == "codex":
-        # The workspace is not a git repository.
+        # The workspace is not a git repository; a codex mode edits in its sandbox.
         assert call["argv"] == ["exec", "--json", "--model", "codex-model",
-                                "--skip-git-repo-check", "-"]  # fmt: skip
+                                "--skip-git-repo-check", "--sandbox", "workspace-write",
+                                "--config", 'approval_policy="never"', "-"]  # fmt: skip
     else:
         assert call["argv"][:2] == ["-p", INSTRUCTION]
         assert call["argv"][-2:] == ["--approval-mode", "yolo"]
