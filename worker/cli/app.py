@@ -11,6 +11,7 @@ from worker import __version__
 from worker.cli import (
     cancel,
     directives,
+    doctor,
     fleet,
     inspect,
     intercom,
@@ -50,6 +51,7 @@ for module in (
     serve,
     supervise,
     schedule,
+    doctor,
 ):
     module.register(app)
 
