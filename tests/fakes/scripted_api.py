@@ -13,7 +13,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Reply:
 class Recorded:
     method: str
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     body: Any
 
 
@@ -63,7 +63,7 @@ class ScriptedAPI:
         host, port = self.httpd.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self) -> ScriptedAPI:
+    def start(self) -> Self:
         self.thread.start()
         return self
 
@@ -109,7 +109,8 @@ def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw.decode("utf-8", "replace")
             with api.lock:
-                api.requests.append(Recorded(method, self.path, dict(self.headers), body))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                api.requests.append(Recorded(method, self.path, headers, body))
             if not api.is_model_request(method, self.path):
                 status, answer = api.other(method, self.path, body)
                 self._json(status, answer)

@@ -1,0 +1,166 @@
+"""The real Codex CLI (tests/realcli, codex 0.169) driven offline against a scripted OpenAI
+Responses API on 127.0.0.1 (a custom model provider in CODEX_HOME/config.toml): what the adapter
+and `worker run` make of a real edit, a resumed thread, a hung API, a bad key, an overloaded API
+and a missing binary. These are what tell us when Codex changes its stream."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import openai_api as api
+from tests.fakes.openai_api import FakeOpenAIAPI
+from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, status_text
+from worker.agents.codex import CodexAdapter
+from worker.config import load_settings
+from worker.models import AgentRequest, EventKind, InfraKind
+from worker.modes import load_modes, permission_args
+from worker.runner import RunOptions, run_once
+
+from .conftest import write_message
+
+MODEL = "gpt-5-codex"
+
+
+@pytest.fixture
+def openai(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIAPI]:
+    """The scripted API, and a CODEX_HOME whose model provider points at it. Codex's own request
+    retries are cut to 1 so that a failing API is quick; its stream retries keep their default
+    (5), which the adapter cuts at the 3rd."""
+    server = FakeOpenAIAPI().start()
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        'model_provider = "scripted"\n'
+        "[model_providers.scripted]\n"
+        'name = "scripted"\n'
+        f'base_url = "{server.url}"\n'
+        'env_key = "SCRIPTED_OPENAI_KEY"\n'
+        'wire_api = "responses"\n'
+        "request_max_retries = 1\n"
+    )
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("SCRIPTED_OPENAI_KEY", "sk-test-scripted")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def codex(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = real_cli("codex")
+    one_mode_workspace(workspace, "codex", model=MODEL)
+    monkeypatch.setenv("WORKER_CODEX_BIN", str(path))
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    return path
+
+
+def _request(workspace: Path, timeout_s: float = 120, **extra: object) -> AgentRequest:
+    mode = load_modes(workspace / "modes" / "modes.json").get("codex-mode")
+    return AgentRequest(
+        prompt="Do the task.",
+        model=MODEL,
+        cwd=workspace,
+        timeout_s=timeout_s,
+        extra_args=permission_args(mode),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _iterations(workspace: Path) -> list[tuple[str, str | None]]:
+    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    try:
+        return db.execute("SELECT status, reason_code FROM iterations ORDER BY id").fetchall()
+    finally:
+        db.close()
+
+
+def test_a_real_edit_then_success(codex: Path, openai: FakeOpenAIAPI, workspace: Path) -> None:
+    """A shipped-style codex mode (no permissionMode) runs in the workspace-write sandbox: the
+    command the model asks for writes the file, and the STATUS block ends the task."""
+    openai.play(
+        api.call("exec_command", {"cmd": "echo hello > hello.txt"}),
+        api.text(status_text("success", "wrote hello.txt")),
+    )
+    write_message(workspace, "msg-1", subject="Write hello.txt")
+    report = run_once(load_settings(workspace), RunOptions())
+    assert report.outcome.value == "success", report.reason
+    assert (workspace / "hello.txt").read_text() == "hello\n"
+    assert _iterations(workspace) == [("success", None)]
+    # The command's result went back to the model in the same turn.
+    outputs = [item for item in openai.inputs(1) if item.get("type") == "function_call_output"]
+    assert len(outputs) == 1 and "exited with code 0" in outputs[0]["output"]
+    assert openai.model_requests[0].headers["authorization"] == "Bearer sk-test-scripted"
+
+
+def test_the_next_iteration_resumes_the_thread(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path
+) -> None:
+    """Iteration 2 runs `codex exec ... resume <thread>`: its request carries iteration 1's
+    conversation (the prompt and the answer), then the new prompt."""
+    openai.play(
+        api.text(status_text("continue", "step one done", "First answer.")),
+        api.text(status_text("success", "all done")),
+    )
+    write_message(workspace, "msg-2")
+    report = run_once(load_settings(workspace), RunOptions())
+    assert report.outcome.value == "success" and report.iterations == 2, report.reason
+    history = openai.inputs(1)
+    # A fresh thread would send user messages only: the model's own answer is the resume.
+    answers = [i for i in history if i.get("type") == "message" and i.get("role") == "assistant"]
+    assert len(answers) == 1 and "First answer." in json.dumps(answers[0])
+    where = history.index(answers[0])
+    before, after = json.dumps(history[:where]), json.dumps(history[where + 1 :])
+    assert "Please do the thing." in before  # iteration 1's prompt, then its answer,
+    assert "step one done" in after  # then iteration 2's prompt with the last STATUS
+
+
+def test_a_hung_api_is_timed_out_and_no_process_is_left(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path
+) -> None:
+    openai.play(api.hang())
+    groups: list[int] = []
+    result = CodexAdapter(str(codex)).run(_request(workspace, timeout_s=8, on_start=groups.append))
+    assert result.timed_out and result.is_error and result.infra is None
+    assert len(openai.model_requests) >= 1
+    assert groups and live_in_group(groups[0]) == []
+
+
+def test_a_bad_key_ends_codex_at_once_as_an_authentication_failure(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path
+) -> None:
+    openai.play(api.error(401, "Incorrect API key provided: sk-test***.", "invalid_api_key"))
+    result = CodexAdapter(str(codex)).run(_request(workspace))
+    assert result.infra is not None and result.infra.kind is InfraKind.AUTH
+    assert result.infra.http_status == 401 and "OPENAI_API_KEY" in (result.infra.setting or "")
+    assert result.infra.message.startswith("Codex could not authenticate: ")
+    assert "Incorrect API key provided" in result.infra.message
+    assert result.stopped == result.infra.message  # ended by the adapter, not Codex's retries
+    assert len(openai.model_requests) <= 2
+
+
+@pytest.mark.parametrize("status", [529, 503])
+def test_an_overloaded_api_ends_codex_at_its_third_retry(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path, status: int
+) -> None:
+    openai.play(api.error(status, "Overloaded", "overloaded"))
+    result = CodexAdapter(str(codex)).run(_request(workspace))
+    assert result.infra is not None and result.infra.kind is InfraKind.UNAVAILABLE
+    assert result.infra.http_status == status
+    assert result.infra.message.startswith("Codex could not reach its model API: ")
+    retries = [e.error for e in result.events if e.kind is EventKind.ERROR and e.error]
+    assert retries[-1] is not None and retries[-1].startswith("Reconnecting... 3/")
+    # Codex alone would make (1 + 1) x (5 + 1) = 12 requests.
+    assert len(openai.model_requests) < 12
+
+
+def test_a_missing_binary_names_the_setting(workspace: Path, tmp_path: Path) -> None:
+    result = CodexAdapter(str(tmp_path / "no-codex")).run(
+        AgentRequest(prompt="x", model=MODEL, cwd=workspace, timeout_s=10)
+    )
+    assert result.not_found and result.infra is not None
+    assert result.infra.kind is InfraKind.MISSING_BINARY and result.infra.setting == "codex_bin"
+    assert "Codex could not be started" in result.infra.message
