@@ -46,6 +46,7 @@ _EXIT_SUBTYPES = {1: "error", 41: "auth_error", 42: "input_error", 53: "turn_lim
 _AUTH_EXIT = 41
 CLI = "Gemini CLI"
 KEY_SETTING = "GEMINI_API_KEY"
+_API_MESSAGE = re.compile(r'"message":\s*"((?:\\.|[^"\\])*)"')
 _ATTEMPT = re.compile(r"Attempt (\d+) failed(?: with status (\d{3}))?")
 
 
@@ -90,6 +91,7 @@ class GeminiCollector(EventCollector):
         self.final: AgentEvent | None = None
         self.error: str | None = None  # the last error event of severity "error"
         self.status: int | None = None  # the HTTP status of the last retried model request
+        self.api_message: str | None = None  # the model API's last error message on stderr
         self.infra: InfraFailure | None = None  # set when stderr showed an API that fails
 
     def normalise(self, line: str, index: int) -> list[AgentEvent]:
@@ -97,16 +99,20 @@ class GeminiCollector(EventCollector):
 
     def watch(self, line: str) -> str | None:
         """One stderr line: a retry of the model API ends the agent at the 3rd attempt when the
-        API is unavailable, at once when the key is refused."""
+        API is unavailable, at once when the key is refused. The API's own message comes in
+        the error printed after each attempt line."""
+        said = _API_MESSAGE.search(line)
+        if said:
+            self.api_message = said.group(1)
         attempt = _ATTEMPT.search(line)
         if attempt is None:
             return None
-        if attempt.group(2):
-            self.status = int(attempt.group(2))
-        infra = failures.classify(CLI, line.strip(), key_setting=KEY_SETTING)
+        count = int(attempt.group(1))
+        self.status = int(attempt.group(2)) if attempt.group(2) else self.status
+        text = f"{self.api_message or 'the model API failed'} ({count} attempts)"
+        infra = failures.classify(CLI, text, status=self.status, key_setting=KEY_SETTING)
         if infra is not None and (
-            infra.kind is InfraKind.AUTH
-            or int(attempt.group(1)) >= failures.RETRIES_BEFORE_GIVING_UP
+            infra.kind is InfraKind.AUTH or count >= failures.RETRIES_BEFORE_GIVING_UP
         ):
             self.infra = infra
             return infra.message
