@@ -1,7 +1,7 @@
 """The repository stands on its own: a clone anywhere passes its tests.
 
-Nothing in the project may point outside it (the developers' `../shared` folder is not part of
-a clone), and the recorded fixtures the tests read travel with their licences.
+Nothing in the project may point outside it (the developers' folder beside the checkout is not
+part of a clone), and the recorded fixtures the tests read travel with their licences.
 """
 
 from __future__ import annotations
