@@ -29,7 +29,7 @@ def _tracked_files() -> list[Path]:
 
 
 def test_no_file_points_outside_the_repository() -> None:
-    """No code, comment, test, bench or document refers to the developers' folder beside the checkout."""
+    """No code, comment, test or document refers to the folder beside the checkout."""
     needle = "../" + "shared"  # split so that this file does not match itself
     offenders = []
     for path in _tracked_files():
