@@ -12,7 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
-# A path built with operators, e.g. `parents[2] / "shared"`.
+# A path built with operators: a slash, then the name in quotes.
 _SHARED_PATH = re.compile(r"/ [\"']" + "shared" + r"[\"']")
 
 
