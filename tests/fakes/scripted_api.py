@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -31,6 +32,7 @@ class Recorded:
     path: str
     headers: dict[str, str]  # names in lower case
     body: Any
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 class ScriptedAPI:
@@ -110,7 +112,8 @@ def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
                 body = raw.decode("utf-8", "replace")
             with api.lock:
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                api.requests.append(Recorded(method, self.path, headers, body))
+                recorded = Recorded(method, self.path, headers, body, time.monotonic())
+                api.requests.append(recorded)
             if not api.is_model_request(method, self.path):
                 status, answer = api.other(method, self.path, body)
                 self._json(status, answer)
