@@ -55,7 +55,12 @@ class ScheduleEnv:
     left_out: tuple[str, ...] = ()  # names of secrets not written
 
     def comment(self, prefix: str = "#") -> list[str]:
-        lines = [f"{prefix} Environment: the PATH and WORKER_* variables of `worker schedule`."]
+        if not self.variables and not self.left_out:
+            return []
+        lines = [
+            f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran with,"
+            " never a secret."
+        ]
         if self.left_out:
             lines.append(
                 f"{prefix} Left out as secrets (set them where the run's environment comes from):"
@@ -214,7 +219,7 @@ def _windows(target: Target, settings: Settings, python: str, env: ScheduleEnv) 
         # Task Scheduler's Exec action has no environment of its own: cmd.exe sets it first.
         sets = "".join(f'set "{name}={value}"&& ' for name, value in env.variables.items())
         command, args = "cmd.exe", f"/d /c {sets}{_win_quote(python)} {args}"
-    notes = "\n".join("     " + line.lstrip("# ") for line in env.comment())
+    notes = "".join("\n     " + line.lstrip("# ") for line in env.comment())
     if target is Target.RUN:
         trigger = (
             "    <TimeTrigger>\n"
@@ -232,8 +237,7 @@ def _windows(target: Target, settings: Settings, python: str, env: ScheduleEnv) 
         limit = "PT0S"  # no limit: it is meant to run for ever
     xml = f"""<?xml version="1.0" encoding="UTF-16"?>
 <!-- worker {target.value} for {escape(ws)}. Install: save as UTF-16 (PowerShell's > does),
-     then: schtasks /Create /TN "worker {target.value}" /XML task.xml
-{escape(notes)} -->
+     then: schtasks /Create /TN "worker {target.value}" /XML task.xml{escape(notes)} -->
 <Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
   <RegistrationInfo>
     <Description>worker {target.value} for {escape(ws)}</Description>
