@@ -72,8 +72,14 @@ def missing_binary(cli: str, setting: str, detail: str) -> InfraFailure:
 
 
 def crash(cli: str, exit_code: int | None, stderr_tail: str) -> InfraFailure:
-    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
-    last = f": {lines[-1][:300]}" if lines else ""
+    last = last_line(stderr_tail)
     return InfraFailure(
-        InfraKind.CLI_CRASH, f"{cli} exited with code {exit_code} without a result{last}"
+        InfraKind.CLI_CRASH,
+        f"{cli} exited with code {exit_code} without a result" + (f": {last}" if last else ""),
     )
+
+
+def last_line(text: str) -> str:
+    """The last non-blank line (of a stderr tail), shortened."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

@@ -130,7 +130,7 @@ class GeminiCollector(EventCollector):
         message = result.error or ""
         found = failures.classify(CLI, message, status=self.status, key_setting=KEY_SETTING)
         if found is None and proc.exit_code == _AUTH_EXIT:
-            detail = _last_line(proc.stderr_tail) or "no usable authentication"
+            detail = failures.last_line(proc.stderr_tail) or "no usable authentication"
             found = InfraFailure(
                 InfraKind.AUTH, f"{CLI} could not authenticate: {detail}", setting=KEY_SETTING
             )
@@ -174,8 +174,3 @@ class GeminiCollector(EventCollector):
             subtype=subtype,
             error=message if subtype != "success" else None,
         )
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
