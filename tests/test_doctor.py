@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.fakes.github_server import FakeGitHub
+from tests.realcli_support import real_cli
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.doctor import CHECKS, Finding, Status, run_doctor
@@ -218,3 +219,25 @@ def test_a_check_that_breaks_is_a_failure_and_the_others_still_run(tmp_path: Pat
     ]
     assert "boom" in report.findings[0].message and int(report.exit_code) == 78
     assert [name for name, _ in CHECKS][:2] == ["modes", "agents"]
+
+
+def test_the_real_codex_and_gemini_report_a_known_version(
+    cli: CliRunner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against the pinned CLIs (tests/realcli): `--version` is read, and it is the tested one;
+    a `command` mode's program is looked up on PATH."""
+    monkeypatch.setenv("WORKER_CODEX_BIN", str(real_cli("codex")))
+    monkeypatch.setenv("WORKER_GEMINI_BIN", str(real_cli("gemini")))
+    modes = [
+        {"id": "c", "model": "gpt-5-codex", "maxIterations": 2, "agent": "codex"},
+        {"id": "g", "model": "gemini-2.5-pro", "maxIterations": 2, "agent": "gemini"},
+        {"id": "x", "model": "m", "maxIterations": 2, "agent": "command", "command": ["no-such"]},
+    ]
+    (workspace / "modes").mkdir()
+    (workspace / "modes" / "modes.json").write_text(json.dumps({"modes": modes}))
+    code, data = _doctor(cli, workspace)
+    codex, gemini, command = _by_check(data, "agents")
+    assert codex[0] == "ok" and "Codex" in codex[1] and "0.169.0" in codex[1]
+    assert gemini[0] == "ok" and "Gemini CLI" in gemini[1] and "0.61.0" in gemini[1]
+    assert command[0] == "fail" and "'no-such' is not found on PATH" in command[1]
+    assert code == 78

@@ -22,7 +22,7 @@ from worker.agents import gemini_setup
 from worker.config import Settings
 from worker.daemon.schedule import schedule_env
 from worker.errors import ExitCode, WorkerError
-from worker.modes import ModeSet, load_modes, modes_path
+from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.proc import run_process
 from worker.sources.github_client import GitHubClient, make_client
 from worker.sources.github_http import TOKEN_VARIABLES, GitHubError, token_from_env
@@ -65,11 +65,11 @@ class Context:
             self.modes_error = str(exc)
             return None
 
-    def agents(self) -> dict[str, list[str]]:
+    def agents(self) -> dict[str, list[Mode]]:
         """Each agent the modes use, with the modes that use it."""
-        used: dict[str, list[str]] = {}
+        used: dict[str, list[Mode]] = {}
         for mode in self.modes.modes.values() if self.modes else ():
-            used.setdefault(mode.agent, []).append(mode.id)
+            used.setdefault(mode.agent, []).append(mode)
         return used
 
 
@@ -124,17 +124,16 @@ def check_modes(context: Context) -> Iterable[Finding]:
 
 def check_agents(context: Context) -> Iterable[Finding]:
     settings = context.settings
-    for agent, mode_ids in context.agents().items():
-        modes = ", ".join(mode_ids)
+    for agent, modes in context.agents().items():
         if agent == "command":
-            assert context.modes is not None
-            for mode_id in mode_ids:
-                argv = context.modes.get(mode_id).command or []
-                yield _command_found(argv[0] if argv else "", mode_id, context.env)
+            for mode in modes:
+                program = (mode.command or [""])[0]
+                yield _command_found(program, mode.id, context.env)
             continue
         setting = f"{agent}_bin"
         executable = getattr(settings, setting, agent)
-        yield _version_finding(agent, executable, setting, modes, settings.workspace)
+        names = ", ".join(mode.id for mode in modes)
+        yield _version_finding(agent, executable, setting, names, settings.workspace)
 
 
 def check_state(context: Context) -> Iterable[Finding]:
