@@ -25,9 +25,10 @@ def real_cli(name: str) -> Path:
     return path
 
 
-def status_text(status: str, reason: str, text: str = "Worked on it.") -> str:
-    """An agent's answer ending with worker's STATUS block."""
-    block = ["=== AGENT STATUS ===", f"STATUS: {status}", f"REASON: {reason}", "=" * 19]
+def status_text(status: str, reason: str, text: str = "Worked on it.", **fields: str) -> str:
+    """An agent's answer ending with worker's STATUS block (`wait_for="..."` adds WAIT_FOR)."""
+    extra = [f"{name.upper()}: {value}" for name, value in fields.items()]
+    block = ["=== AGENT STATUS ===", f"STATUS: {status}", f"REASON: {reason}", *extra, "=" * 19]
     return f"{text}\n\n" + "\n".join(block)
 
 

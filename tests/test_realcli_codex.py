@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.fakes import openai_api as api
 from tests.fakes.openai_api import FakeOpenAIAPI
 from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, status_text
 from worker.agents.codex import CodexAdapter
+from worker.cli.app import app
 from worker.config import load_settings
 from worker.models import AgentRequest, EventKind, InfraKind
 from worker.modes import load_modes, permission_args
@@ -116,6 +118,29 @@ def test_the_next_iteration_resumes_the_thread(
     before, after = json.dumps(history[:where]), json.dumps(history[where + 1 :])
     assert "Please do the thing." in before  # iteration 1's prompt, then its answer,
     assert "step one done" in after  # then iteration 2's prompt with the last STATUS
+
+
+def test_wait_approve_resume_carries_the_note_into_the_resumed_thread(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path, cli: CliRunner
+) -> None:
+    openai.play(
+        api.text(
+            status_text("wait", "which colour?", wait_for="the colour", resume_when="user_approval")
+        ),
+        api.text(status_text("success", "painted it")),
+    )
+    write_message(workspace, "msg-3")
+    first = run_once(load_settings(workspace), RunOptions())
+    assert first.outcome.value == "waiting", first.reason
+    approved = cli.invoke(
+        app, ["waits", "approve", "msg-3", "--note", "use the blue one", "-w", str(workspace)]
+    )
+    assert approved.exit_code == 0, approved.output
+    second = run_once(load_settings(workspace), RunOptions())
+    assert second.outcome.value == "success", second.reason
+    history = openai.inputs(1)
+    assert "use the blue one" in json.dumps(history[-1])  # the new prompt carries the note
+    assert any(item.get("role") == "assistant" for item in history)  # in the same thread
 
 
 def test_a_hung_api_is_timed_out_and_no_process_is_left(

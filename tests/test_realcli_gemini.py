@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.fakes import gemini_api as api
 from tests.fakes.gemini_api import FakeGeminiAPI
 from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, status_text
 from worker.agents.gemini import GeminiAdapter
+from worker.cli.app import app
 from worker.config import load_settings
 from worker.models import AgentRequest, AgentResult, EventKind, InfraKind
 from worker.proc import run_process
@@ -118,6 +120,27 @@ def test_the_next_iteration_is_a_new_session_with_the_history_in_its_prompt(
     # A new session: no model turn is replayed; the worker's prompt carries the last STATUS.
     assert [item["role"] for item in second] == ["user"] * len(second)
     assert "step one done" in _texts(second) and "Please do the thing." in _texts(second)
+
+
+def test_wait_approve_resume_carries_the_note_into_the_new_session(
+    gemini: Path, gemini_api: FakeGeminiAPI, workspace: Path, cli: CliRunner
+) -> None:
+    gemini_api.play(
+        api.text(
+            status_text("wait", "which colour?", wait_for="the colour", resume_when="user_approval")
+        ),
+        api.text(status_text("success", "painted it")),
+    )
+    write_message(workspace, "msg-3")
+    first = run_once(load_settings(workspace), RunOptions())
+    assert first.outcome.value == "waiting", first.reason
+    approved = cli.invoke(
+        app, ["waits", "approve", "msg-3", "--note", "use the blue one", "-w", str(workspace)]
+    )
+    assert approved.exit_code == 0, approved.output
+    second = run_once(load_settings(workspace), RunOptions())
+    assert second.outcome.value == "success", second.reason
+    assert "use the blue one" in _texts(gemini_api.contents(1))
 
 
 def test_a_hung_api_is_timed_out_and_no_process_is_left(
