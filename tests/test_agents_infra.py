@@ -133,3 +133,21 @@ def test_gemini_exit_41_is_an_authentication_failure(tmp_path: Path) -> None:
     )
     assert result.infra is not None and result.infra.kind is InfraKind.AUTH
     assert result.infra.setting == "GEMINI_API_KEY" and "GEMINI_API_KEY" in result.infra.message
+
+
+def test_gemini_quota_is_a_usage_limit_wait(tmp_path: Path) -> None:
+    """Gemini CLI's message after a 429 with a daily quota (RESOURCE_EXHAUSTED)."""
+    line = json.dumps(
+        {
+            "type": "result",
+            "status": "error",
+            "error": {"type": "unknown", "message": "[API Error: Quota exceeded for quota metric "
+                      "'Generate Content API requests per day']"},
+        }
+    )  # fmt: skip
+    cli = _script(tmp_path, f"print({line!r}); sys.exit(1)")
+    result = GeminiAdapter(str(cli)).run(
+        AgentRequest(prompt="x", model="m", cwd=tmp_path, timeout_s=30)
+    )
+    assert result.usage_limit_hit and result.infra is not None
+    assert result.infra.kind is InfraKind.USAGE_LIMIT

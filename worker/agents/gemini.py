@@ -78,6 +78,10 @@ class GeminiAdapter:
         collector.close()
         result = with_process(collector.result(proc.exit_code), proc)
         result.infra = collector.infra_of(result, proc)
+        # A quota, daily or per minute, waits like a usage limit: there is no reset time.
+        result.usage_limit_hit = result.infra is not None and (
+            result.infra.kind is InfraKind.USAGE_LIMIT
+        )
         return result
 
 
