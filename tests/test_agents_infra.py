@@ -40,6 +40,13 @@ def test_error_texts_are_classified(text: str, kind: InfraKind, status: int | No
     assert found.message.startswith("Codex ") and text in found.message
 
 
+def test_a_key_echoed_by_the_api_is_hidden() -> None:
+    key = "sk-proj-abcdefghij1234567890XYZ"
+    text = f"unexpected status 401 Unauthorized: Incorrect API key provided: {key}"
+    found = failures.classify("Codex", text)
+    assert found is not None and "abcdefghij" not in found.message and "***" in found.message
+
+
 def test_a_task_error_is_not_infrastructure() -> None:
     assert failures.classify("Codex", "shared rollout token budget exhausted") is None
     assert failures.classify("Codex", "patch failed: hunk 2 does not apply") is None

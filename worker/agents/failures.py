@@ -11,6 +11,7 @@ import re
 
 from worker.agents.claude_stream import USAGE_LIMIT_TEXT
 from worker.models import InfraFailure, InfraKind
+from worker.proc import redact
 
 # "unexpected status 401 Unauthorized" (codex), `"code":401` (the Gemini API's error body),
 # "failed with status 503" (Gemini CLI's retry lines), "HTTP 529".
@@ -40,7 +41,9 @@ def http_status(text: str) -> int | None:
 def classify(
     cli: str, text: str, *, status: int | None = None, key_setting: str | None = None
 ) -> InfraFailure | None:
-    """The infrastructure failure an error text describes, or None when it is the task's."""
+    """The infrastructure failure an error text describes, or None when it is the task's.
+    A key an API echoes back ("Incorrect API key provided: sk-...") is hidden."""
+    text = redact(text)
     status = status or http_status(text)
     suffix = f" (HTTP {status})" if status else ""
     if status in (401, 403) or _AUTH_TEXT.search(text):
