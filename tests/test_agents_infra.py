@@ -81,6 +81,19 @@ def test_codex_lets_two_retries_of_an_overloaded_api_pass_and_stops_the_third() 
     )
 
 
+def test_codex_waiting_for_the_network_is_stopped_at_the_third_retry() -> None:
+    """Without a network Codex reconnects for ever, without a count."""
+    collector = CodexCollector()
+    line = _codex_error(
+        "Reconnecting... waiting for network (Connection failed: error sending request)"
+    )
+    assert [collector.feed(line) for _ in range(3)] == [
+        None,
+        None,
+        "Codex could not reach its model API: Connection failed: error sending request",
+    ]
+
+
 def test_codex_recovers_after_a_retry_without_an_infra_failure() -> None:
     collector = CodexCollector()
     collector.feed(_codex_error(f"Reconnecting... 1/5 (unexpected status 503 x, {URL})"))

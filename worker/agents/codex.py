@@ -32,7 +32,7 @@ from worker.proc import ProcResult
 
 CLI = "Codex"
 KEY_SETTING = "OPENAI_API_KEY (or the env_key of Codex's model provider)"
-_RETRY = re.compile(r"^Reconnecting\.\.\. (\d+)/\d+ \((.*)\)$", re.S)
+_RETRY = re.compile(r"^Reconnecting\.\.\. (?:(\d+)/\d+)?[^(]*\((.*)\)$", re.S)
 _URL = re.compile(r",? url: \S+$")
 
 
@@ -83,6 +83,7 @@ class CodexCollector(EventCollector):
         self.error: str | None = None  # the last top-level error no completed turn followed
         self.infra: InfraFailure | None = None  # what the last error says about the API
         self.stop_reason: str | None = None  # set to end the agent: no retry will help
+        self.retries = 0  # Codex's "Reconnecting..." events so far
 
     def normalise(self, line: str, index: int) -> list[AgentEvent]:
         return codex_line(line, index)
@@ -98,7 +99,12 @@ class CodexCollector(EventCollector):
         self.infra = failures.classify(CLI, text, key_setting=KEY_SETTING)
         if self.infra is None or self.stop_reason:
             return
-        attempt = int(retry.group(1)) if retry else 0
+        if message.startswith("Reconnecting..."):
+            # "Reconnecting... 2/5 (...)", or without a count and for ever while the network
+            # is down: "Reconnecting... waiting for network (Connection failed: ...)".
+            self.retries += 1
+        counted = int(retry.group(1)) if retry and retry.group(1) else 0
+        attempt = max(counted, self.retries)
         if self.infra.kind is InfraKind.AUTH or (
             self.infra.kind is InfraKind.UNAVAILABLE
             and attempt >= failures.RETRIES_BEFORE_GIVING_UP
