@@ -123,6 +123,15 @@ def test_gemini_stderr_retries_stop_at_the_third_attempt() -> None:
     )
 
 
+def test_gemini_without_a_network_stops_at_the_third_attempt() -> None:
+    collector = GeminiCollector()
+    line = "Attempt {} failed. Retrying with backoff... Error: exception TypeError: fetch failed"
+    assert collector.watch(line.format(1)) is None and collector.watch(line.format(2)) is None
+    assert collector.watch(line.format(3)) == (
+        "Gemini CLI could not reach its model API: exception TypeError: fetch failed (3 attempts)"
+    )
+
+
 def _script(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "cli"
     path.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")

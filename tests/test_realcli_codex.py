@@ -182,6 +182,17 @@ def test_an_overloaded_api_ends_codex_at_its_third_retry(
     assert len(openai.model_requests) < 12
 
 
+def test_no_network_ends_codex_at_its_third_reconnect(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path
+) -> None:
+    """With the API's port closed Codex reconnects for ever, "waiting for network"."""
+    openai.close()
+    result = CodexAdapter(str(codex)).run(_request(workspace))
+    assert result.infra is not None and result.infra.kind is InfraKind.UNAVAILABLE
+    assert result.stopped == result.infra.message and not result.timed_out
+    assert "Connection failed" in result.infra.message
+
+
 def test_a_missing_binary_names_the_setting(workspace: Path, tmp_path: Path) -> None:
     result = CodexAdapter(str(tmp_path / "no-codex")).run(
         AgentRequest(prompt="x", model=MODEL, cwd=workspace, timeout_s=10)

@@ -184,6 +184,16 @@ def test_an_overloaded_api_ends_gemini_at_its_third_attempt(
     assert 3 <= len(gemini_api.model_requests) < 10
 
 
+def test_no_network_ends_gemini_at_its_third_attempt(
+    gemini: Path, gemini_api: FakeGeminiAPI, workspace: Path
+) -> None:
+    gemini_api.close()
+    result = _run(gemini, workspace)
+    assert result.infra is not None and result.infra.kind is InfraKind.UNAVAILABLE
+    assert result.stopped == result.infra.message and not result.timed_out
+    assert "fetch failed" in result.infra.message
+
+
 def test_a_missing_binary_names_the_setting(workspace: Path, tmp_path: Path) -> None:
     result = GeminiAdapter(str(tmp_path / "no-gemini")).run(
         AgentRequest(prompt="x", model=MODEL, cwd=workspace, timeout_s=10)

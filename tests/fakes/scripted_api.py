@@ -70,6 +70,9 @@ class ScriptedAPI:
         return self
 
     def close(self) -> None:
+        """Stop answering (a closed port from then on); twice is harmless."""
+        if self.closing.is_set():
+            return
         self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -113,7 +113,10 @@ class GeminiCollector(EventCollector):
             return None
         count = int(attempt.group(1))
         self.status = int(attempt.group(2)) if attempt.group(2) else self.status
-        text = f"{self.api_message or 'the model API failed'} ({count} attempts)"
+        # Without an HTTP answer the line itself says why: "Attempt 2 failed. Retrying with
+        # backoff... Error: exception TypeError: fetch failed sending request".
+        tail = line.split("Error: ", 1)[1].strip() if "Error: " in line else ""
+        text = f"{self.api_message or tail or 'the model API failed'} ({count} attempts)"
         infra = failures.classify(CLI, text, status=self.status, key_setting=KEY_SETTING)
         if infra is not None and (
             infra.kind is InfraKind.AUTH or count >= failures.RETRIES_BEFORE_GIVING_UP
