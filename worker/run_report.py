@@ -39,6 +39,7 @@ class RunReport:
     command: list[str] | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     mode_reason: str | None = None
+    infra: str | None = None  # the agent's infrastructure failure (InfraKind), if any
 
     @property
     def mode(self) -> str | None:
@@ -46,6 +47,8 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
+        if self.infra in ("auth", "missing_binary"):
+            return 78  # EX_CONFIG: a key or the agent's path to fix; the task was left as it was
         return 1 if self.outcome is Outcome.FAILURE else 0
 
     def to_json(self) -> dict[str, Any]:
@@ -66,4 +69,5 @@ class RunReport:
             "command": self.command,
             "candidates": self.candidates,
             "mode_reason": self.mode_reason,
+            "infra": self.infra,
         }
