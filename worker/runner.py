@@ -235,7 +235,7 @@ def _take_and_run(
     while True:
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
         if decision.task is not None:
-            _preflight(settings, modes.get(_pick_mode(decision, options, modes)[0]))
+            _preflight(settings, store, run_id, modes.get(_pick_mode(decision, options, modes)[0]))
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             break
         excluded.add(decision.task.id)
@@ -307,11 +307,22 @@ def _take_and_run(
     return report
 
 
-def _preflight(settings: Settings, mode: Mode) -> None:
-    """Before any claim: the agent that would start can start, else no task is touched."""
+def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> None:
+    """Before any claim: the agent that would start can start, else no task is touched (and
+    `worker why` says what to fix)."""
     failure = preflight(settings, mode)
-    if failure is not None:
-        raise ConfigError(f"{failure.message}. No task was taken.")
+    if failure is None:
+        return
+    message = f"{failure.message}. No task was taken."
+    store.record_decision(
+        run_id,
+        machine_id=settings.machine_id,
+        reason_codes=["ERROR"],
+        candidates={},
+        latency_ms=0.0,
+        error=message,
+    )
+    raise ConfigError(message)
 
 
 def _claim(

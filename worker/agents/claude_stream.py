@@ -125,7 +125,7 @@ def infra_failure(obj: dict[str, Any]) -> InfraFailure | None:
         return None
     status = status if isinstance(status, int) and not isinstance(status, bool) else None
     if status in (401, 403) or error in AUTH_ERRORS or AUTH_TEXT.search(words):
-        return auth_failure(words or (error or "authentication failed"), status)
+        return auth_failure(words or f"the API answered {error or 'authentication failed'}", status)
     if status is not None and status < 500 and status not in (408, 409, 429):
         return None
     what = f"HTTP {status}" if status is not None else "no answer"
