@@ -193,7 +193,7 @@ def test_missing_agent_executable_is_a_configuration_error_before_any_claim(
     """A missing agent program is the operator's to fix (exit 78), not the task's failure."""
     monkeypatch.setenv("WORKER_CLAUDE_BIN", str(workspace / "no-such-claude"))
     message = write_message(workspace, "msg-10")
-    with pytest.raises(ConfigError, match="no-such-claude does not exist.*claude_bin"):
+    with pytest.raises(ConfigError, match=r"no-such-claude does not exist.*claude_bin"):
         run(workspace)
     assert message.exists() and json.loads(message.read_text())["status"] == "unread"
 
