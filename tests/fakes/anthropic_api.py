@@ -143,9 +143,6 @@ class AnthropicAPI:
             "DISABLE_UPDATES": "1",
             "DISABLE_GROWTHBOOK": "1",
             "DISABLE_INSTALLATION_CHECKS": "1",
-            # The CLI's own backoff for overloaded answers, kept short for tests.
-            "CLAUDE_CODE_OVERLOADED_RETRY_BASE_DELAY_MS": "50",
-            "CLAUDE_CODE_OVERLOADED_RETRY_MAX_DELAY_MS": "200",
         }
 
     # -- serving -----------------------------------------------------------------------
