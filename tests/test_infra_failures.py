@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.agents.claude import StreamCollector
 from worker.agents.claude_stream import infra_failure
 from worker.agents.infra import executable_problem
@@ -19,7 +20,7 @@ from worker.errors import ConfigError
 from worker.models import InfraKind
 from worker.runner import RunOptions, RunReport, run_once
 
-from .conftest import TRANSCRIPTS, FakeAgent, run_worker, write_message
+from .conftest import GITHUB_REPO, TRANSCRIPTS, FakeAgent, run_worker, write_message
 
 RETRIES_401 = TRANSCRIPTS / "claude-real-401-retries.jsonl"
 RETRIES_529 = TRANSCRIPTS / "claude-real-529-retries.jsonl"
@@ -222,3 +223,22 @@ def test_executable_problems_are_named(tmp_path: Path) -> None:
     assert executable_problem(str(script)) is None
     assert executable_problem(str(tmp_path)) == f"{tmp_path} is a folder, not a program"
     assert executable_problem(str(tmp_path / "nope")) == f"{tmp_path / 'nope'} does not exist"
+
+
+def test_a_bad_key_on_a_github_issue_leaves_it_open_without_a_failure_label(
+    workspace: Path, fake_claude: FakeAgent, fake_github: FakeGitHub
+) -> None:
+    """The claim is undone (label, assignee) and the status comment says why, in words; the
+    issue gets no failure label and stays open for the next run."""
+    fake_github.add_issue(GITHUB_REPO, 7, title="Fix it", labels=("roo-schedulable",))
+    section = settings_for(fake_github)
+    toml = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
+    (workspace / "worker.toml").write_text("\n".join(toml) + "\n")
+    fake_claude.answers({"replay": str(RETRIES_401), "hang": 120})
+    report = run(workspace)
+    assert report.exit_code == 78 and report.task_id == f"{GITHUB_REPO}#7"
+    labels = fake_github.labels_of(GITHUB_REPO, 7)
+    assert "worker:failed" not in labels and "worker:in-progress" not in labels
+    assert fake_github.repos[GITHUB_REPO]["issues"][7]["state"] == "open"
+    (comment,) = fake_github.comments_of(GITHUB_REPO, 7)
+    assert "Claude Code could not authenticate" in comment["body"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,17 @@ def processes_talking_to(api: AnthropicAPI) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_process_check_sees_a_process_pointed_at_the_api(claude_api: AnthropicAPI) -> None:
+    """The "no process left" checks below can fail: a live one is found."""
+    env = {**os.environ, "ANTHROPIC_BASE_URL": claude_api.url}
+    child = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        assert processes_talking_to(claude_api) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_real_edit_then_success(workspace: Path, claude_api: AnthropicAPI) -> None:
