@@ -4,7 +4,8 @@ of tests/fakes/anthropic_api.py on 127.0.0.1. These tests are what tells us when
 changes its stream format, its retries or its errors.
 
 Skipped, with the reason printed, only when the CLI is not installed
-(`npm ci --prefix tests/realcli`); in CI (`CI` set) a missing CLI is an error instead.
+(`npm ci --prefix tests/realcli`); in CI (`CI` or `REALCLI_REQUIRED` set, as `.ci/run` does) a
+missing CLI is an error instead.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_us
 from .conftest import REAL_CLAUDE, run_with_real_claude, write_message
 
 if not REAL_CLAUDE.exists():
-    if os.environ.get("CI"):
+    if os.environ.get("CI") or os.environ.get("REALCLI_REQUIRED"):
         raise RuntimeError(f"{REAL_CLAUDE} is missing: run `npm ci --prefix tests/realcli`")
     pytest.skip(
         f"the real Claude Code is not installed ({REAL_CLAUDE}); "
