@@ -98,6 +98,8 @@ def test_a_bad_key_leaves_the_task_untouched_and_exits_78(
         (workspace / "inbox" / "done").iterdir()
     )
     assert not (workspace / "inbox" / "msg-1-failure-reply.json").exists()
+    note = json.loads((workspace / "inbox" / "msg-1-stopped-reply.json").read_text())
+    assert "could not authenticate" in note["body"]
     assert iterations(workspace) == 0
     db = sqlite3.connect(workspace / ".worker" / "worker.db")
     assert db.execute("SELECT state FROM claims WHERE task_id='msg-1'").fetchone()[0] == "released"
@@ -148,6 +150,15 @@ def test_an_unavailable_api_turns_the_task_into_a_timed_wait(
     wait = datetime.fromisoformat(state["resumeAt"]) - datetime.now(UTC)
     assert timedelta(minutes=14) < wait <= timedelta(minutes=15)
     assert iterations(workspace) == 0
+
+    # The API is back: the same iteration runs, told why it was interrupted, and succeeds.
+    fake_claude.answers({"status": "success", "reason": "done"})
+    state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+    Path(again.wait_state or "").write_text(json.dumps(state))
+    done = run(workspace)
+    assert done.outcome.value == "success" and iterations(workspace) == 1
+    prompt = fake_claude.task_calls[-1]["stdin"]
+    assert "The model API was unavailable" in prompt and "iteration 1 of" in prompt
 
 
 def test_a_cli_crash_is_an_agent_error_named_in_words(

@@ -36,6 +36,11 @@ class TimeCondition:
                     f"The agent usage limit has reset (waited until {moment}). Continue "
                     "the same iteration where you stopped."
                 )
+            elif (wait.state.model_extra or {}).get("apiUnavailableHits"):
+                answer = (
+                    f"The model API was unavailable; waited until {moment}. Continue the same "
+                    "iteration where you stopped."
+                )
             else:
                 answer = f"The time condition is met ({moment})."
             out.append(Verdict(answer))
