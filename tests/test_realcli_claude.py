@@ -198,6 +198,9 @@ def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
     assert iterations(workspace) == 0
     assert len(claude_api.conversation_requests()) <= 3  # not the CLI's 10 retries
     assert processes_talking_to(claude_api) == []
+    for command in ("log", "why"):
+        shown = run_with_real_claude(workspace, claude_api, command)
+        assert "Claude Code could not authenticate" in shown.stdout, command
 
 
 def test_an_overloaded_api_leaves_the_task_waiting(

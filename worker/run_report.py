@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from worker.models import Outcome
+from worker.errors import ExitCode
+from worker.models import InfraKind, Outcome
 
 if TYPE_CHECKING:  # the loop and the agents load only when a task runs
     from worker.loop import Progress
@@ -47,9 +48,9 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
-        if self.infra in ("auth", "missing_binary"):
-            return 78  # EX_CONFIG: a key or the agent's path to fix; the task was left as it was
-        return 1 if self.outcome is Outcome.FAILURE else 0
+        if self.infra in (InfraKind.AUTH, InfraKind.MISSING_BINARY):
+            return ExitCode.CONFIG  # a key or the agent's path to fix; the task was left as it was
+        return ExitCode.TASK_FAILED if self.outcome is Outcome.FAILURE else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
         return {
