@@ -253,3 +253,21 @@ def test_a_bad_key_on_a_github_issue_leaves_it_open_without_a_failure_label(
     assert fake_github.repos[GITHUB_REPO]["issues"][7]["state"] == "open"
     (comment,) = fake_github.comments_of(GITHUB_REPO, 7)
     assert "Claude Code could not authenticate" in comment["body"]
+
+
+def test_an_agent_that_cannot_start_after_the_preflight_leaves_the_task(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that passes the preflight but cannot start (its interpreter is gone): the
+    task is released as it was and the run exits 78, naming the cause and the setting."""
+    program = tmp_path / "claude"
+    program.write_text("#!/no/such/interpreter\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("WORKER_CLAUDE_BIN", str(program))
+    message = write_message(workspace, "msg-1")
+    report = run(workspace)
+    assert report.exit_code == 78 and report.infra == "missing_binary"
+    assert report.reason_codes[-1] == "AGENT_NOT_FOUND"
+    assert report.reason.startswith(f"Claude Code cannot start: cannot start {program}")
+    assert "claude_bin (WORKER_CLAUDE_BIN)" in report.reason
+    assert json.loads(message.read_text())["status"] == "unread"
