@@ -3,9 +3,9 @@
 The pinned CLI (tests/realcli) talks to the scripted Messages API of tests/fakes/anthropic_api.py
 on 127.0.0.1, answering 401 (bad key) or 529 (overloaded) to every call. For each, prints the
 seconds from the first `api_retry` event worker read to its decision to end the agent, and to
-the end of the run (task released, or waiting); the baseline, measured in the same run, is
-one successful task (the CLI's start and one answer). Left alone, the CLI retries 10 times
-over about 3 minutes.
+the end of the run (task released, or waiting); then a run whose agent program is missing
+(refused before any claim). The baseline, measured in the same run, is one successful task
+(the CLI's start and one answer). Left alone, the CLI retries 10 times over about 3 minutes.
 
     python bench/bench_infra.py [--repeat 3]
 """
@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes.anthropic_api import AnthropicAPI, Reply, failure, text  # noqa: E402
 from worker.agents.claude import StreamCollector  # noqa: E402
 from worker.config import load_settings  # noqa: E402
+from worker.errors import ConfigError  # noqa: E402
 from worker.runner import RunOptions, run_once  # noqa: E402
 
 CLAUDE = ROOT / "tests" / "realcli" / "node_modules" / ".bin" / "claude"
@@ -54,7 +55,7 @@ def instrument(marks: dict[str, float]) -> Callable[[], None]:
     return undo
 
 
-def one_run(answer: Reply) -> dict[str, Any]:
+def one_run(answer: Reply, claude: Path = CLAUDE) -> dict[str, Any]:
     api = AnthropicAPI().start()
     api.always(answer)
     marks: dict[str, float] = {}
@@ -79,13 +80,17 @@ def one_run(answer: Reply) -> dict[str, Any]:
             os.environ.update(api.env(str(Path(tmp) / "home")))
             os.environ.update(
                 {
-                    "WORKER_CLAUDE_BIN": str(CLAUDE),
+                    "WORKER_CLAUDE_BIN": str(claude),
                     "WORKER_MACHINE_ID": "bench",
                     "WORKER_REVIEW__ENABLED": "false",
                 }
             )
             started = time.monotonic()
-            report = run_once(load_settings(ws), RunOptions())
+            try:
+                report = run_once(load_settings(ws), RunOptions())
+                outcome, code, count = report.outcome.value, report.exit_code, report.iterations
+            except ConfigError as exc:
+                outcome, code, count = "config_error", exc.exit_code, 0
             ended = time.monotonic()
     finally:
         os.environ.clear()
@@ -94,9 +99,9 @@ def one_run(answer: Reply) -> dict[str, Any]:
         api.stop()
     first = marks.get("first_retry")
     return {
-        "outcome": report.outcome.value,
-        "exit_code": report.exit_code,
-        "iterations": report.iterations,
+        "outcome": outcome,
+        "exit_code": int(code),
+        "iterations": count,
         "api_calls": len(api.conversation_requests()),
         "run_s": ended - started,
         "retry_to_decision_s": marks["halt"] - first if first and "halt" in marks else None,
@@ -118,8 +123,10 @@ def main() -> None:
     cases: dict[str, Reply] = {"baseline_success": text(SUCCESS)}
     cases |= {"http_401": failure(401), "http_529": failure(529)}
     out: dict[str, Any] = {"claude": str(CLAUDE), "repeat": args.repeat}
-    for name, answer in cases.items():
-        runs = [one_run(answer) for _ in range(args.repeat)]
+    missing = ROOT / "no-such-claude"
+    for name, answer in [*cases.items(), ("missing_binary", text(SUCCESS))]:
+        claude = missing if name == "missing_binary" else CLAUDE
+        runs = [one_run(answer, claude) for _ in range(args.repeat)]
         out[name] = {
             "outcome": runs[-1]["outcome"],
             "exit_code": runs[-1]["exit_code"],
@@ -130,7 +137,7 @@ def main() -> None:
             "retry_to_run_end_s": median(runs, "retry_to_run_end_s"),
         }
     base = out["baseline_success"]["run_s"]
-    for name in ("http_401", "http_529"):
+    for name in ("http_401", "http_529", "missing_binary"):
         out[name]["run_vs_baseline"] = round(out[name]["run_s"] / base, 2) if base else None
     print(json.dumps(out, indent=2))
 
