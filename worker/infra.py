@@ -18,7 +18,7 @@ from worker.models import InfraFailure, InfraKind, Outcome
 from worker.waits.saving import WaitPoint, base_state
 from worker.waits.state import save_wait_state
 
-# 5, 15, 60 minutes by attempt (issue 11): long enough for an overloaded API to recover,
+# 5, 15, 60 minutes by attempt: long enough for an overloaded API to recover,
 # short enough that the queue does not stall for a morning.
 UNAVAILABLE_BACKOFF_S = (300, 900, 3600)
 CONFIG_KINDS = frozenset({InfraKind.AUTH, InfraKind.MISSING_BINARY})

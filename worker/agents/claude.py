@@ -109,7 +109,7 @@ class StreamCollector(EventCollector):
         self.retries = 0
 
     def normalise(self, line: str, index: int) -> list[AgentEvent]:
-        if '"api_retry"' in line or '"is_error":true' in line.replace(" ", ""):
+        if '"api_retry"' in line or '"is_error":true' in line or '"is_error": true' in line:
             self.watch(line)
         return normalise_line(line, index)
 
