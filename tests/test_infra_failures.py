@@ -8,6 +8,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.agents.claude import StreamCollector
 from worker.agents.claude_stream import infra_failure
 from worker.agents.infra import executable_problem
+from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.models import InfraKind
@@ -271,3 +273,32 @@ def test_an_agent_that_cannot_start_after_the_preflight_leaves_the_task(
     assert report.reason.startswith(f"Claude Code cannot start: cannot start {program}")
     assert "claude_bin (WORKER_CLAUDE_BIN)" in report.reason
     assert json.loads(message.read_text())["status"] == "unread"
+
+
+def test_an_approval_met_by_an_outage_reaches_the_agent_after_it(
+    workspace: Path, fake_claude: FakeAgent, cli: Any
+) -> None:
+    """Approved, resumed into an overloaded API, twice: the approval note the model never
+    read is in the prompt when the API is back, once."""
+    fake_claude.answers(
+        {"status": "wait", "reason": "destructive", "resume_when": "user_approval"},
+        {"replay": str(RETRIES_529), "hang": 120},
+        {"replay": str(RETRIES_529), "hang": 120},
+        {"status": "success", "reason": "done"},
+    )
+    write_message(workspace, "msg-1")
+    assert run(workspace).outcome.value == "waiting"
+    approved = cli.invoke(
+        app, ["waits", "approve", "msg-1", "--note", "yes, drop it", "--workspace", str(workspace)]
+    )
+    assert approved.exit_code == 0, approved.output
+    for _ in range(2):
+        outage = run(workspace)
+        assert outage.reason_codes[-1] == "AGENT_API_UNAVAILABLE"
+        path = Path(outage.wait_state or "")
+        state = json.loads(path.read_text())
+        state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+        path.write_text(json.dumps(state))
+    assert run(workspace).outcome.value == "success"
+    prompt = fake_claude.task_calls[-1]["stdin"]
+    assert prompt.count("yes, drop it") == 1 and "The model API was unavailable" in prompt

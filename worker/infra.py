@@ -23,6 +23,7 @@ from worker.waits.state import save_wait_state
 UNAVAILABLE_BACKOFF_S = (300, 900, 3600)
 CONFIG_KINDS = frozenset({InfraKind.AUTH, InfraKind.MISSING_BINARY})
 HITS_KEY = "apiUnavailableHits"
+ANSWER_KEY = "pendingAnswer"  # an answer the failed iteration was given, for the retry
 CODES = {
     InfraKind.AUTH: "AGENT_AUTH_FAILED",
     InfraKind.MISSING_BINARY: "AGENT_NOT_FOUND",
@@ -39,23 +40,24 @@ class InfraEnd:
 
 
 def infra_end(
-    settings: Settings, infra: InfraFailure, point: WaitPoint, hits: int
+    settings: Settings, infra: InfraFailure, point: WaitPoint, hits: int, answer: str | None
 ) -> InfraEnd | None:
     """How the task ends for this failure; None when the loop goes on as usual (a usage
-    limit, a crash)."""
+    limit, a crash). `answer` is what the failed iteration was told on resuming (an
+    approval): the model never read it, so the retry is told it again."""
     if infra.kind in CONFIG_KINDS:
         fix = infra.setting or "the agent's set-up"
         reason = f"{infra.message}. Fix {fix}, then run again; the task was left as it was"
         return InfraEnd(Outcome.STOPPED, reason, CODES[infra.kind])
     if infra.kind is InfraKind.UNAVAILABLE:
-        path, at = save_unavailable_wait(settings, point, infra, hits)
+        path, at = save_unavailable_wait(settings, point, infra, hits, answer)
         reason = f"{infra.message}; the task waits and tries again after {at:%H:%M} UTC"
         return InfraEnd(Outcome.WAITING, reason, CODES[infra.kind], path)
     return None
 
 
 def save_unavailable_wait(
-    settings: Settings, point: WaitPoint, infra: InfraFailure, hits: int
+    settings: Settings, point: WaitPoint, infra: InfraFailure, hits: int, answer: str | None
 ) -> tuple[Path, datetime]:
     """A timed wait for the API to come back: 5, 15, 60 minutes by attempt."""
     at = datetime.now(UTC) + timedelta(
@@ -67,4 +69,6 @@ def save_unavailable_wait(
     state.resume_at = at
     extra = state.model_extra if state.model_extra is not None else {}
     extra[HITS_KEY] = hits + 1
+    if answer:
+        extra[ANSWER_KEY] = answer
     return save_wait_state(settings.wait_states, state, settings.waits.expiry_days), at

@@ -73,6 +73,7 @@ class StartPoint:
     cost_so_far: float = 0.0
     usage_limit_hits: int = 0
     unavailable_hits: int = 0  # timed waits in a row for an unavailable model API
+    pending_answer: str | None = None  # the answer an outage kept from the model
     model: str | None = None  # the model the task was waiting with (restored on resume)
 
 
@@ -192,7 +193,10 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
 
         if agent.infra is not None:
             # Not the task's failure: released as it was, or a timed wait (worker/infra.py).
-            end = infra_end(settings, agent.infra, wait_point(), start.unavailable_hits)
+            # An answer the model never read is kept for the retry (the first one, if the
+            # outage outlasted a wait already).
+            unread = (start.pending_answer or answer) if answer is not None else None
+            end = infra_end(settings, agent.infra, wait_point(), start.unavailable_hits, unread)
             if end is not None:
                 ctx.progress.stop(f"{label}: {agent.infra.message}")
                 result.infra, result.wait_state = agent.infra, end.wait_state
