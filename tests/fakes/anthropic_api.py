@@ -6,14 +6,20 @@ answered from a script, streamed as server-sent events in the API's own order:
 (`text_delta`, or `input_json_delta` for a `tool_use`), `content_block_stop`, then
 `message_delta` (stop reason, usage) and `message_stop`.
 
-Usage (see the `claude_api` fixture in tests/test_realcli_claude.py):
+In tests, the `claude_api` fixture (tests/conftest.py) gives a started server, and
+`run_with_real_claude(ws, claude_api, "run", "--json")` runs `worker` with the real CLI
+pointed at it:
 
-    api = AnthropicAPI().start()
-    api.script(tool_use("Write", {"file_path": "/abs/a.txt", "content": "hi"}), text("done"))
-    api.always(failure(529))          # answer once the script is used up (default: a text)
-    ...                               # run the CLI with api.env(home)
-    api.conversation_requests()       # the recorded bodies of the model calls
-    api.stop()
+    claude_api.script(
+        tool_use("Write", {"file_path": "/abs/a.txt", "content": "hi"}),  # the CLI runs it
+        text("done\n=== AGENT STATUS ===\nSTATUS: success\n...")
+    )
+    claude_api.always(failure(529))    # the answer once the script is used up (default: text)
+    done = run_with_real_claude(ws, claude_api, "run", "--json")
+    claude_api.conversation_requests() # the recorded bodies of the model calls, in order
+    claude_api.requests                # every request: method, path, headers, body, status
+
+Elsewhere: `api = AnthropicAPI().start()`, run `claude` with `api.env(home)`, `api.stop()`.
 
 Replies: `text(...)`, `tool_use(name, input)` (both are `Turn`s, and a `Turn` can carry several
 blocks), `failure(status)` (401, 403, 429, 500, 529 with the API's error JSON), `hang()` (the
