@@ -171,7 +171,7 @@ def test_a_hung_api_is_timed_out_and_no_process_is_left(
         claude_api,
         "run",
         "--json",
-        env={"WORKER_ITERATION_TIMEOUT_S": "4", "WORKER_TASK_WALL_CLOCK_S": "6"},
+        env={"WORKER_ITERATION_TIMEOUT_S": "6", "WORKER_TASK_WALL_CLOCK_S": "8"},
     )
     report = report_of(done)
     assert report["outcome"] == "failure" and "WALL_CLOCK_CAP" in report["reason_codes"]
