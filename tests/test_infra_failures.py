@@ -302,3 +302,16 @@ def test_an_approval_met_by_an_outage_reaches_the_agent_after_it(
     assert run(workspace).outcome.value == "success"
     prompt = fake_claude.task_calls[-1]["stdin"]
     assert prompt.count("yes, drop it") == 1 and "The model API was unavailable" in prompt
+
+
+def test_a_bad_key_said_in_plain_text_is_an_authentication_failure(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """A CLI that prints "Invalid API key" on stderr and exits 1, without a stream."""
+    fake_claude.answers({"crash": "Invalid API key · Please run /login"})
+    write_message(workspace, "msg-1")
+    report = run(workspace)
+    assert report.exit_code == 78 and report.infra == "auth"
+    assert report.reason.startswith(
+        "Claude Code could not authenticate: Invalid API key · Please run /login."
+    )
