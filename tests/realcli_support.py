@@ -6,6 +6,7 @@ mode runs it, the STATUS block a scripted model answers with, and a look at the 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,18 @@ REALCLI_BIN = Path(__file__).parent / "realcli" / "node_modules" / ".bin"
 
 
 def real_cli(name: str) -> Path:
-    """The pinned CLI; the test is skipped, saying why, when node or the CLI is missing."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed: the real-CLI tests need node and `npm ci`")
+    """The pinned CLI; the test is skipped, saying why, when node or the CLI is missing, and
+    fails instead in CI (`CI` or `REALCLI_REQUIRED` set, as `.ci/run` does)."""
     path = REALCLI_BIN / name
-    if not path.exists():
-        pytest.skip(f"{path} is missing: run `npm ci` in tests/realcli")
+    problem = None
+    if shutil.which("node") is None:
+        problem = "node is not installed: the real-CLI tests need node and npm"
+    elif not path.exists():
+        problem = f"{path} is missing: run `npm ci --prefix tests/realcli --no-audit --no-fund`"
+    if problem and (os.environ.get("CI") or os.environ.get("REALCLI_REQUIRED")):
+        pytest.fail(problem)
+    if problem:
+        pytest.skip(problem)
     return path
 
 

@@ -58,9 +58,9 @@ def test_codex_stops_at_the_first_401_retry() -> None:
     stop = collector.feed(
         _codex_error(f"Reconnecting... 1/5 (unexpected status 401 Unauthorized: bad key, {URL})")
     )
-    assert (
-        stop
-        == "Codex could not authenticate: unexpected status 401 Unauthorized: bad key (HTTP 401)"
+    assert stop == (
+        "infrastructure: Codex could not authenticate: unexpected status 401 Unauthorized: "
+        "bad key (HTTP 401)"
     )
     result = collector.result(None)
     assert result.is_error and result.infra is not None and result.infra.kind is InfraKind.AUTH
@@ -76,8 +76,8 @@ def test_codex_lets_two_retries_of_an_overloaded_api_pass_and_stops_the_third() 
     ]
     assert [collector.feed(line) for line in lines[:2]] == [None, None]
     assert collector.feed(lines[2]) == (
-        "Codex could not reach its model API: unexpected status 503 Service Unavailable: busy "
-        "(HTTP 503)"
+        "infrastructure: Codex could not reach the model API: unexpected status 503 Service "
+        "Unavailable: busy (HTTP 503)"
     )
 
 
@@ -90,7 +90,8 @@ def test_codex_waiting_for_the_network_is_stopped_at_the_third_retry() -> None:
     assert [collector.feed(line) for _ in range(3)] == [
         None,
         None,
-        "Codex could not reach its model API: Connection failed: error sending request",
+        "infrastructure: Codex could not reach the model API: Connection failed: error sending "
+        "request",
     ]
 
 
@@ -119,7 +120,8 @@ def test_gemini_stderr_retries_stop_at_the_third_attempt() -> None:
     assert collector.watch(dump) is None
     assert collector.watch("Attempt 2 failed with status 503. Retrying with backoff...") is None
     assert collector.watch("Attempt 3 failed with status 503. Retrying with backoff...") == (
-        "Gemini CLI could not reach its model API: The model is overloaded. (3 attempts) (HTTP 503)"
+        "infrastructure: Gemini CLI could not reach the model API: The model is overloaded. "
+        "(3 attempts) (HTTP 503)"
     )
 
 
@@ -128,7 +130,8 @@ def test_gemini_without_a_network_stops_at_the_third_attempt() -> None:
     line = "Attempt {} failed. Retrying with backoff... Error: exception TypeError: fetch failed"
     assert collector.watch(line.format(1)) is None and collector.watch(line.format(2)) is None
     assert collector.watch(line.format(3)) == (
-        "Gemini CLI could not reach its model API: exception TypeError: fetch failed (3 attempts)"
+        "infrastructure: Gemini CLI could not reach the model API: exception TypeError: fetch "
+        "failed (3 attempts)"
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,13 @@ from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, s
 from worker.agents.codex import CodexAdapter
 from worker.cli.app import app
 from worker.config import load_settings
-from worker.models import AgentRequest, EventKind, InfraKind
+from worker.models import AgentRequest, InfraKind
 from worker.modes import load_modes, permission_args
 from worker.runner import RunOptions, run_once
 
-from .conftest import write_message
+from .conftest import run_worker, write_message
+
+pytestmark = pytest.mark.slow
 
 MODEL = "gpt-5-codex"
 
@@ -154,30 +157,42 @@ def test_a_hung_api_is_timed_out_and_no_process_is_left(
     assert groups and live_in_group(groups[0]) == []
 
 
-def test_a_bad_key_ends_codex_at_once_as_an_authentication_failure(
+def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
     codex: Path, openai: FakeOpenAIAPI, workspace: Path
 ) -> None:
+    """401 on every call: Codex is ended at its first retry; the message stays unread, nothing
+    is counted, and the reason says authentication and which key."""
     openai.play(api.error(401, "Incorrect API key provided: sk-test***.", "invalid_api_key"))
-    result = CodexAdapter(str(codex)).run(_request(workspace))
-    assert result.infra is not None and result.infra.kind is InfraKind.AUTH
-    assert result.infra.http_status == 401 and "OPENAI_API_KEY" in (result.infra.setting or "")
-    assert result.infra.message.startswith("Codex could not authenticate: ")
-    assert "Incorrect API key provided" in result.infra.message
-    assert result.stopped == result.infra.message  # ended by the adapter, not Codex's retries
-    assert len(openai.model_requests) <= 2
+    message = write_message(workspace, "msg-1")
+    done = run_worker(workspace, "run", "--json")
+    assert done.returncode == 78, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "stopped" and report["infra"] == "auth"
+    assert report["reason"].startswith("Codex could not authenticate: unexpected status 401")
+    assert "Incorrect API key provided" in report["reason"] and "OPENAI_API_KEY" in report["reason"]
+    assert json.loads(message.read_text())["status"] == "unread"
+    assert _iterations(workspace) == []
+    assert len(openai.model_requests) <= 2  # not Codex's 12
 
 
 @pytest.mark.parametrize("status", [529, 503])
-def test_an_overloaded_api_ends_codex_at_its_third_retry(
+def test_an_overloaded_api_leaves_the_task_waiting(
     codex: Path, openai: FakeOpenAIAPI, workspace: Path, status: int
 ) -> None:
+    """Codex is ended at its 3rd retry; the task waits (timed), no iteration is counted."""
     openai.play(api.error(status, "Overloaded", "overloaded"))
-    result = CodexAdapter(str(codex)).run(_request(workspace))
-    assert result.infra is not None and result.infra.kind is InfraKind.UNAVAILABLE
-    assert result.infra.http_status == status
-    assert result.infra.message.startswith("Codex could not reach its model API: ")
-    retries = [e.error for e in result.events if e.kind is EventKind.ERROR and e.error]
-    assert retries[-1] is not None and retries[-1].startswith("Reconnecting... 3/")
+    write_message(workspace, "msg-1")
+    done = run_worker(workspace, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "waiting" and report["iterations"] == 0
+    assert report["reason_codes"][-1] == "AGENT_API_UNAVAILABLE"
+    assert report["reason"].startswith("Codex could not reach the model API: ")
+    assert f"(HTTP {status})" in report["reason"]
+    state = json.loads(Path(report["wait_state"]).read_text())
+    assert state["resumeWhen"] == "time"
+    assert datetime.fromisoformat(state["resumeAt"]) > datetime.now(UTC)
+    assert _iterations(workspace) == []
     # Codex alone would make (1 + 1) x (5 + 1) = 12 requests.
     assert len(openai.model_requests) < 12
 
@@ -189,14 +204,17 @@ def test_no_network_ends_codex_at_its_third_reconnect(
     openai.close()
     result = CodexAdapter(str(codex)).run(_request(workspace))
     assert result.infra is not None and result.infra.kind is InfraKind.UNAVAILABLE
-    assert result.stopped == result.infra.message and not result.timed_out
+    assert result.stopped == f"infrastructure: {result.infra.message}" and not result.timed_out
     assert "Connection failed" in result.infra.message
 
 
-def test_a_missing_binary_names_the_setting(workspace: Path, tmp_path: Path) -> None:
-    result = CodexAdapter(str(tmp_path / "no-codex")).run(
-        AgentRequest(prompt="x", model=MODEL, cwd=workspace, timeout_s=10)
-    )
-    assert result.not_found and result.infra is not None
-    assert result.infra.kind is InfraKind.MISSING_BINARY and result.infra.setting == "codex_bin"
-    assert "Codex could not be started" in result.infra.message
+def test_a_missing_binary_exits_78_and_touches_no_task(
+    codex: Path, openai: FakeOpenAIAPI, workspace: Path
+) -> None:
+    message = write_message(workspace, "msg-1")
+    before = message.read_bytes()
+    done = run_worker(workspace, "run", env={"WORKER_CODEX_BIN": str(workspace / "no-codex")})
+    assert done.returncode == 78
+    assert "Codex cannot start" in done.stderr and "codex_bin" in done.stderr
+    assert message.read_bytes() == before
+    assert openai.requests == []

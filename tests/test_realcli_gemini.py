@@ -18,11 +18,13 @@ from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, s
 from worker.agents.gemini import GeminiAdapter
 from worker.cli.app import app
 from worker.config import load_settings
-from worker.models import AgentRequest, AgentResult, EventKind, InfraKind
+from worker.models import AgentRequest, AgentResult, InfraKind
 from worker.proc import run_process
 from worker.runner import RunOptions, run_once
 
-from .conftest import write_message
+from .conftest import run_worker, write_message
+
+pytestmark = pytest.mark.slow
 
 MODEL = "gemini-2.5-pro"
 
@@ -155,32 +157,40 @@ def test_a_hung_api_is_timed_out_and_no_process_is_left(
     assert groups and live_in_group(groups[0]) == []
 
 
-def test_a_bad_key_is_an_authentication_failure(
+def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
     gemini: Path, gemini_api: FakeGeminiAPI, workspace: Path
 ) -> None:
     gemini_api.play(api.error(401, "API key not valid. Please pass a valid API key."))
-    result = _run(gemini, workspace)
-    infra = result.infra
-    assert infra is not None and infra.kind is InfraKind.AUTH
-    assert infra.http_status == 401 and infra.setting == "GEMINI_API_KEY"
-    assert infra.message.startswith("Gemini CLI could not authenticate: ")
-    assert "API key not valid" in infra.message
+    message = write_message(workspace, "msg-1")
+    done = run_worker(workspace, "run", "--json")
+    assert done.returncode == 78, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "stopped" and report["infra"] == "auth"
+    assert report["reason"].startswith("Gemini CLI could not authenticate: ")
+    assert "API key not valid" in report["reason"] and "GEMINI_API_KEY" in report["reason"]
+    assert json.loads(message.read_text())["status"] == "unread"
+    assert report["iterations"] == 0
     assert len(gemini_api.model_requests) == 1
 
 
-def test_an_overloaded_api_ends_gemini_at_its_third_attempt(
+def test_an_overloaded_api_leaves_the_task_waiting(
     gemini: Path, gemini_api: FakeGeminiAPI, workspace: Path
 ) -> None:
-    """Gemini CLI would try 10 times over minutes, saying so only on stderr."""
+    """Gemini CLI would try 10 times over minutes, saying so only on stderr: it is ended at its
+    3rd attempt, and the task waits (timed) without an iteration counted."""
     gemini_api.play(api.error(503, "The model is overloaded. Please try again later."))
-    result = _run(gemini, workspace)
-    infra = result.infra
-    assert infra is not None and infra.kind is InfraKind.UNAVAILABLE
-    assert infra.http_status == 503 and infra.message == (
-        "Gemini CLI could not reach its model API: The model is overloaded. Please try again "
+    write_message(workspace, "msg-1")
+    done = run_worker(workspace, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "waiting" and report["iterations"] == 0
+    assert report["reason_codes"][-1] == "AGENT_API_UNAVAILABLE"
+    assert report["reason"].startswith(
+        "Gemini CLI could not reach the model API: The model is overloaded. Please try again "
         "later. (3 attempts) (HTTP 503)"
     )
-    assert result.stopped == infra.message
+    state = json.loads(Path(report["wait_state"]).read_text())
+    assert state["resumeWhen"] == "time"
     assert 3 <= len(gemini_api.model_requests) < 10
 
 
@@ -190,14 +200,17 @@ def test_no_network_ends_gemini_at_its_third_attempt(
     gemini_api.close()
     result = _run(gemini, workspace)
     assert result.infra is not None and result.infra.kind is InfraKind.UNAVAILABLE
-    assert result.stopped == result.infra.message and not result.timed_out
+    assert result.stopped == f"infrastructure: {result.infra.message}" and not result.timed_out
     assert "fetch failed" in result.infra.message
 
 
-def test_a_missing_binary_names_the_setting(workspace: Path, tmp_path: Path) -> None:
-    result = GeminiAdapter(str(tmp_path / "no-gemini")).run(
-        AgentRequest(prompt="x", model=MODEL, cwd=workspace, timeout_s=10)
-    )
-    assert result.not_found and result.infra is not None
-    assert result.infra.kind is InfraKind.MISSING_BINARY and result.infra.setting == "gemini_bin"
-    assert not [e for e in result.events if e.kind is EventKind.RESULT]
+def test_a_missing_binary_exits_78_and_touches_no_task(
+    gemini: Path, gemini_api: FakeGeminiAPI, workspace: Path
+) -> None:
+    message = write_message(workspace, "msg-1")
+    before = message.read_bytes()
+    done = run_worker(workspace, "run", env={"WORKER_GEMINI_BIN": str(workspace / "no-gemini")})
+    assert done.returncode == 78
+    assert "Gemini CLI cannot start" in done.stderr and "gemini_bin" in done.stderr
+    assert message.read_bytes() == before
+    assert gemini_api.requests == []

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.agents import gemini_setup
+from worker.agents.infra import cli_name
 from worker.config import Settings
 from worker.daemon.schedule import schedule_env
 from worker.errors import ExitCode, WorkerError
@@ -30,7 +31,6 @@ from worker.sources.github_http import TOKEN_VARIABLES, GitHubError, token_from_
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.
 TESTED_VERSIONS = {"claude": "2.1", "codex": "0.169", "gemini": "0.61"}
-_CLI_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 _VERSION = re.compile(r"\b(\d+)\.(\d+)\.(\d+)")
 _VERSION_TIMEOUT_S = 30.0
 _STRONG_ENOUGH = ("admin", "maintain", "push")
@@ -244,7 +244,7 @@ CHECKS: list[tuple[str, Check]] = [
 
 # -- helpers ----------------------------------------------------------------------------------
 def _version_finding(agent: str, executable: str, setting: str, modes: str, cwd: Path) -> Finding:
-    name = _CLI_NAMES.get(agent, agent)
+    name = cli_name(agent)
     proc = run_process([executable, "--version"], cwd=cwd, timeout_s=_VERSION_TIMEOUT_S)
     where = f"{name} ({executable}, for {modes})"
     if proc.not_found:

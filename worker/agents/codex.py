@@ -57,9 +57,7 @@ class CodexAdapter:
         collector = CodexCollector(on_event)
         proc = run_streaming(request, self.command(request), collector.feed, self.cap_bytes)
         result = with_process(collector.result(proc.exit_code), proc)
-        if result.not_found:
-            result.infra = failures.missing_binary(CLI, "codex_bin", proc.stderr_tail)
-        elif result.infra is None and collector.crashed(proc.exit_code, proc):
+        if result.infra is None and collector.crashed(proc.exit_code, proc):
             result.infra = failures.crash(CLI, proc.exit_code, proc.stderr_tail)
         if request.resume_session and collector.session_id is None and result.is_error:
             # A resume that never started a thread failed on the id (a lost session, or one of
@@ -82,14 +80,10 @@ class CodexCollector(EventCollector):
         self.failed: str | None = None  # the message of a turn.failed
         self.error: str | None = None  # the last top-level error no completed turn followed
         self.infra: InfraFailure | None = None  # what the last error says about the API
-        self.stop_reason: str | None = None  # set to end the agent: no retry will help
         self.retries = 0  # Codex's "Reconnecting..." events so far
 
     def normalise(self, line: str, index: int) -> list[AgentEvent]:
         return codex_line(line, index)
-
-    def feed(self, line: str) -> str | None:
-        return super().feed(line) or self.stop_reason
 
     def watch(self, message: str) -> None:
         """Read an error event: a bad key ends the agent now, an unavailable API at the CLI's
@@ -97,7 +91,7 @@ class CodexCollector(EventCollector):
         retry = _RETRY.match(message)
         text = _URL.sub("", retry.group(2) if retry else message)
         self.infra = failures.classify(CLI, text, key_setting=KEY_SETTING)
-        if self.infra is None or self.stop_reason:
+        if self.infra is None or self.halt:
             return
         if message.startswith("Reconnecting..."):
             # "Reconnecting... 2/5 (...)", or without a count and for ever while the network
@@ -109,10 +103,11 @@ class CodexCollector(EventCollector):
             self.infra.kind is InfraKind.UNAVAILABLE
             and attempt >= failures.RETRIES_BEFORE_GIVING_UP
         ):
-            self.stop_reason = self.infra.message
+            self.halt = f"infrastructure: {self.infra.message}"
 
     def crashed(self, exit_code: int | None, proc: ProcResult) -> bool:
-        """A non-zero exit with no turn result, no error event, and not ended by the worker."""
+        """A non-zero exit with no turn result, no error event, and not ended by the worker (a
+        program that could not start at all is the loop's to name)."""
         return (
             exit_code not in (0, None)
             and self.turns == 0

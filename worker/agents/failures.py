@@ -1,5 +1,6 @@
 """Infrastructure failures read from an agent CLI's error text: a bad key, an API that is down,
-a usage limit, a missing binary, a crash. Pure functions over text; the adapters decide when.
+a usage limit, a crash (worker/agents/infra.py names a program that cannot start). Pure
+functions over text; the adapters decide when.
 
 The messages name the cause in words for the person who must fix it, e.g.
 "Codex could not authenticate: 401 Unauthorized: Incorrect API key provided (HTTP 401)".
@@ -60,18 +61,10 @@ def classify(
     if status in (408, 429) or (status or 0) >= 500 or _NETWORK_TEXT.search(text):
         return InfraFailure(
             InfraKind.UNAVAILABLE,
-            f"{cli} could not reach its model API: {text}{suffix}",
+            f"{cli} could not reach the model API: {text}{suffix}",
             http_status=status,
         )
     return None
-
-
-def missing_binary(cli: str, setting: str, detail: str) -> InfraFailure:
-    return InfraFailure(
-        InfraKind.MISSING_BINARY,
-        f"{cli} could not be started: {detail.strip()} (set {setting}, or put it on PATH)",
-        setting=setting,
-    )
 
 
 def crash(cli: str, exit_code: int | None, stderr_tail: str) -> InfraFailure:

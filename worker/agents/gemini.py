@@ -122,17 +122,16 @@ class GeminiCollector(EventCollector):
             infra.kind is InfraKind.AUTH or count >= failures.RETRIES_BEFORE_GIVING_UP
         ):
             self.infra = infra
-            return infra.message
+            return f"infrastructure: {infra.message}"
         return None
 
     def infra_of(self, result: AgentResult, proc: ProcResult) -> InfraFailure | None:
         """What kept the CLI from working, if it was not the task: the retries seen on
-        stderr, the error it ended with, a missing binary, exit 41, or a crash."""
-        if proc.not_found:
-            return failures.missing_binary(CLI, "gemini_bin", proc.stderr_tail)
+        stderr, the error it ended with, exit 41, or a crash (a program that could not start
+        at all is the loop's to name)."""
         if self.infra is not None or not result.is_error:
             return self.infra
-        if proc.timed_out or proc.stopped:
+        if proc.timed_out or proc.stopped or proc.not_found:
             return None
         message = result.error or ""
         found = failures.classify(CLI, message, status=self.status, key_setting=KEY_SETTING)
