@@ -7,6 +7,7 @@ runners) must end with it. The orphan and tree tests also run with `sys.platform
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -86,10 +87,8 @@ def tree(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     grandchild = _read_pid(pid_file)
     yield parent, grandchild
     for pid in (grandchild, parent.pid):
-        try:
+        with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
-        except psutil.Error:
-            pass
     parent.wait()
 
 

@@ -152,9 +152,7 @@ def test_a_suspended_process_runs_once_contained_even_without_a_job(failing: str
 
 def test_windows_starts_a_new_group_suspended_and_no_session(windows: None) -> None:
     options = process.popen_options()
-    assert options == {
-        "creationflags": process.CREATE_NEW_PROCESS_GROUP | process.CREATE_SUSPENDED
-    }
+    assert options == {"creationflags": process.CREATE_NEW_PROCESS_GROUP | process.CREATE_SUSPENDED}
     if hasattr(subprocess, "CREATE_NEW_PROCESS_GROUP"):  # the values winbase.h gives
         assert subprocess.CREATE_NEW_PROCESS_GROUP == process.CREATE_NEW_PROCESS_GROUP
 
