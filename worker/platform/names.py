@@ -30,6 +30,8 @@ def portable_name(text: str, default: str = "task") -> str:
     if safe != text or reserved(safe) or len(safe) > _MAX_STEM:
         digest = hashlib.sha256(text.encode()).hexdigest()[:8]
         safe = f"{safe[:_MAX_STEM].rstrip('._ ')}-{digest}"
+        if reserved(safe):  # `aux.json-1a2b3c4d` is still the device AUX
+            safe = "_" + safe
     return safe
 
 
