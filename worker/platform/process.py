@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, AnyStr
 
 import psutil
@@ -48,6 +48,7 @@ CTRL_BREAK_EVENT = getattr(signal, "CTRL_BREAK_EVENT", 1)
 # time it reads by a second (psutil documents the clock dependence), so start times recorded by
 # an earlier run are compared within this margin.
 _SAME_START_S = 1.0
+_FIRST_POLL_S = 0.002
 _POLL_S = 0.05
 
 
@@ -74,8 +75,9 @@ class TreeProcess(subprocess.Popen[AnyStr]):
         self.job = contain(self.pid) if windows() else None
 
     def ask_leader(self) -> None:
-        """Ask the process itself (not its group) to stop; on Windows its group holds only it
-        unless its children share its console group."""
+        """Ask the process to stop: SIGTERM to it alone, or on Windows CTRL_BREAK_EVENT to its
+        console group (it and the children that started no group of their own; worker's
+        agents always start their own)."""
         if windows():
             _ctrl_break(self.pid)
         else:
@@ -91,11 +93,7 @@ class TreeProcess(subprocess.Popen[AnyStr]):
         family = self._family()
         if grace_s > 0:
             _ask(self.pid, family)
-            deadline = time.monotonic() + grace_s
-            while time.monotonic() < deadline and (
-                self.poll() is None or _running(self.pid, family)
-            ):
-                time.sleep(_POLL_S)
+            _wait(lambda: self.poll() is None or _running(self.pid, family), grace_s)
         _force(self.pid, family, self.job)
 
     def _family(self) -> list[psutil.Process]:
@@ -186,9 +184,7 @@ def end_group(pgid: int, grace_s: float) -> None:
     """End a group this process did not start (an orphan): ask, wait `grace_s`, force."""
     family = tree(pgid)
     _ask(pgid, family)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and _running(pgid, family):
-        time.sleep(_POLL_S)
+    _wait(lambda: _running(pgid, family), grace_s)
     _force(pgid, family, None)
 
 
@@ -213,6 +209,16 @@ def _force(pgid: int, family: list[psutil.Process], job: winjob.Job | None) -> N
     for process in family:
         with contextlib.suppress(psutil.Error):
             process.kill()  # psutil checks the start time first: never a recycled pid
+
+
+def _wait(running: Callable[[], bool], grace_s: float) -> None:
+    """Until `running()` is false or the grace is over; short sleeps first, since most trees
+    end within milliseconds of being asked."""
+    deadline = time.monotonic() + grace_s
+    pause = _FIRST_POLL_S
+    while running() and time.monotonic() < deadline:
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL_S)
 
 
 def _running(pgid: int, family: list[psutil.Process]) -> bool:
