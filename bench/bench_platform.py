@@ -5,8 +5,8 @@
   start_baseline_s   the same with a bare subprocess.Popen, measured in the same run
   end_tree_s         end a process and its 3 sleeping grandchildren with `end_tree` (ask, wait
                      for the group and the psutil tree, force), until all are gone
-  end_baseline_s     the same tree ended by one SIGKILL to the leader (POSIX: to its group),
-                     which is all a bare Popen offers; measured in the same run
+  end_baseline_s     the same tree ended by force at once (`end_tree(grace_s=0)`: SIGKILL to
+                     the group, or the job terminated), measured in the same run
   orphan_check_s     `orphan_group` + `alive` on a live process (what each run pays per claim)
 
 Times are medians of --repeat runs; the ratios are what compare across machines.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -69,18 +68,11 @@ def _end(graceful: bool, folder: Path) -> float:
         time.sleep(0.01)
     pids = [proc.pid, *map(int, pid_file.read_text().split())]
     began = time.perf_counter()
-    if graceful:
-        proc.end_tree(grace_s=3.0)
-    elif sys.platform == "win32":
-        proc.kill()
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
+    proc.end_tree(grace_s=3.0 if graceful else 0)
     proc.wait()
     while not _gone(pids):
         time.sleep(0.001)
-    elapsed = time.perf_counter() - began
-    proc.end_tree(grace_s=0)  # the baseline leaves grandchildren on Windows: clean up
-    return elapsed
+    return time.perf_counter() - began
 
 
 def _orphan_check() -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -90,6 +91,21 @@ def tree(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
     parent.wait()
+
+
+def test_no_proc_parsing_or_bare_killpg_outside_the_platform_module() -> None:
+    """No /proc parsing outside the platform module: /proc, os.killpg and os.kill(pid, 0)
+    (which terminates the process on Windows) appear in worker/platform/ only."""
+    package = Path(process.__file__).parents[1]
+    pattern = re.compile(r"[\"']/proc\b|\bkillpg\(|os\.kill\([^)]*,\s*0\)")
+    offenders = [
+        f"{path.relative_to(package)}:{number}"
+        for path in package.rglob("*.py")
+        if "platform" not in path.relative_to(package).parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line.split("#", 1)[0])
+    ]
+    assert offenders == []
 
 
 def test_stopping_an_agent_ends_its_sleeping_grandchild(tmp_path: Path, platform_name: str) -> None:
