@@ -138,12 +138,14 @@ def start_time(pid: int) -> str | None:
 def same_process(pid: int, started: str) -> bool:
     """Process `pid` exists and started when the recorded one did."""
     now = start_time(pid)
-    if now is None:
-        return False
+    return now is not None and _same_start(now, started)
+
+
+def _same_start(now: str, started: str) -> bool:
     try:
         return abs(float(now) - float(started)) <= _SAME_START_S
     except ValueError:
-        return False
+        return False  # not a time at all; an older worker's clock ticks differ by far more
 
 
 def alive(pid: int) -> bool:
@@ -175,8 +177,9 @@ def orphan_group(pgid: int, started: str) -> bool:
     """The agent group recorded as (`pgid`, `started`) still runs and is that very one: its
     leader has the recorded start time or, on POSIX, the leader is gone and a group with that
     id still runs (POSIX does not reuse a pid while a process group uses it)."""
-    if start_time(pgid) is not None:
-        return same_process(pgid, started)
+    leader = start_time(pgid)
+    if leader is not None:
+        return _same_start(leader, started)
     return not windows() and group_running(pgid)
 
 
