@@ -4,6 +4,7 @@ shell for the maintenance commands."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from worker.config import load_settings
+from worker.errors import LockHeld
 from worker.fsutil import atomic_write_text, json_files
+from worker.locking import workspace_lock
 from worker.platform.names import portable_name, reserved, valid_on_windows
 from worker.sources.fallback import run_checks
 from worker.waits.state import file_name
@@ -90,6 +94,39 @@ def test_maintenance_commands_run_through_the_shell_in_a_folder_with_spaces(
         f'{python} -c "print(1)" && {python} -c "import sys; sys.exit(3)"',
     ]
     first, second = run_checks(commands, cwd, timeout_s=120, log_dir=tmp_path / "logs")
-    assert first.ok and f"in {ascii(DRIVE[1])}" in first.output_tail  # any console encoding
+    assert first.ok and f"in {DRIVE[1]!a}" in first.output_tail  # any console encoding
     assert second.exit_code == 3 and "1" in second.output_tail
     assert (tmp_path / "logs" / "check-2.log").read_text(encoding="utf-8").strip() == "1"
+
+
+def test_the_workspace_lock_holds_in_a_folder_with_spaces_and_accents(tmp_path: Path) -> None:
+    """The OS lock (filelock: fcntl on POSIX, msvcrt on Windows) under a synced-style path."""
+    ws = tmp_path.joinpath(*DRIVE) / "ws"
+    ws.mkdir(parents=True)
+    settings = load_settings(ws)
+    with workspace_lock(settings):
+        held = subprocess.run(
+            [sys.executable, "-c", LOCK_PROBE, str(ws)], capture_output=True, text=True
+        )
+        assert held.stdout.strip() == "held", held.stderr
+        with pytest.raises(LockHeld), workspace_lock(load_settings(ws)):
+            pass
+    free = subprocess.run(
+        [sys.executable, "-c", LOCK_PROBE, str(ws)], capture_output=True, text=True
+    )
+    assert free.stdout.strip() == "free", free.stderr
+
+
+# Another process tries the workspace's lock and says what it found.
+LOCK_PROBE = """
+import sys
+from pathlib import Path
+from worker.config import load_settings
+from worker.errors import LockHeld
+from worker.locking import workspace_lock
+try:
+    with workspace_lock(load_settings(Path(sys.argv[1]))):
+        print("free")
+except LockHeld:
+    print("held")
+"""
