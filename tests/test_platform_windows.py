@@ -341,3 +341,26 @@ def test_elsewhere_a_permission_error_on_rename_is_not_retried(
     with pytest.raises(PermissionError):
         fsutil.replace(tmp_path / "a", tmp_path / "b")
     assert len(calls) == 1
+
+
+@NOT_WINDOWS
+def test_without_a_console_the_tree_is_ended_at_once(
+    windows: None, sleeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CTRL_BREAK_EVENT needs a console (none under pythonw or some Task Scheduler set-ups):
+    when it cannot be sent nobody was asked, so the grace is not waited for."""
+    real_kill = os.kill
+
+    def no_console(pid: int, sig: int) -> None:
+        if sig == process.CTRL_BREAK_EVENT:
+            raise OSError(6, "The handle is invalid")
+        real_kill(pid, sig)
+
+    def no_waiting(seconds: float) -> None:
+        raise AssertionError("waited for a tree that was never asked to stop")
+
+    monkeypatch.setattr(os, "kill", no_console)
+    monkeypatch.setattr(time, "sleep", no_waiting)
+    process.end_group(sleeper.pid, grace_s=30)
+    monkeypatch.undo()
+    assert sleeper.wait(timeout=30) == -signal.SIGKILL

@@ -91,8 +91,7 @@ class TreeProcess(subprocess.Popen[AnyStr]):
     def end_tree(self, grace_s: float) -> None:
         """Ask the tree to stop, give it `grace_s` (0: none), then end whatever is left."""
         family = self._family()
-        if grace_s > 0:
-            _ask(self.pid, family)
+        if grace_s > 0 and _ask(self.pid, family):
             _wait(lambda: self.poll() is None or _running(self.pid, family), grace_s)
         _force(self.pid, family, self.job)
 
@@ -186,20 +185,21 @@ def orphan_group(pgid: int, started: str) -> bool:
 def end_group(pgid: int, grace_s: float) -> None:
     """End a group this process did not start (an orphan): ask, wait `grace_s`, force."""
     family = tree(pgid)
-    _ask(pgid, family)
-    _wait(lambda: _running(pgid, family), grace_s)
+    if _ask(pgid, family):
+        _wait(lambda: _running(pgid, family), grace_s)
     _force(pgid, family, None)
 
 
-def _ask(pgid: int, family: list[psutil.Process]) -> None:
+def _ask(pgid: int, family: list[psutil.Process]) -> bool:
+    """Ask the group and the tree to stop; False when the request could not be sent."""
     if windows():
-        _ctrl_break(pgid)
-        return
+        return _ctrl_break(pgid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
     for process in _outside_group(pgid, family):
         with contextlib.suppress(psutil.Error):
             process.terminate()
+    return True
 
 
 def _force(pgid: int, family: list[psutil.Process], job: winjob.Job | None) -> None:
@@ -243,10 +243,12 @@ def _outside_group(pgid: int, family: list[psutil.Process]) -> list[psutil.Proce
     return outside
 
 
-def _ctrl_break(pid: int) -> None:
-    """CTRL_BREAK_EVENT to the console process group `pid`; fails silently without a console,
-    and the caller's force step then ends the tree."""
+def _ctrl_break(pid: int) -> bool:
+    """CTRL_BREAK_EVENT to the console process group `pid`; False without a console (the
+    caller then ends the tree by force at once, since nobody was asked)."""
     try:
         os.kill(pid, CTRL_BREAK_EVENT)
     except OSError as exc:
         log.info("cannot send CTRL_BREAK_EVENT to %s (%s): ending it by force", pid, exc)
+        return False
+    return True
