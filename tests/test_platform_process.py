@@ -240,3 +240,26 @@ def test_a_recycled_pid_or_a_live_worker_keeps_the_group_alive(
         assert end_orphans(store, "m") == []
     assert parent.poll() is None
     assert not _gone(grandchild)
+
+
+# A stand-in for worker: starts an agent (with a sleeping grandchild) through the platform
+# module, writes the grandchild's pid, and waits to be killed.
+WORKER = f"""
+import sys, time
+from worker.platform.process import TreeProcess
+agent = TreeProcess([sys.executable, "-c", {PARENT!r}, sys.argv[1]])
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="Job Objects exist on Windows only")
+def test_on_windows_the_job_ends_the_agent_tree_when_worker_is_killed(tmp_path: Path) -> None:
+    """Kill-on-close: TerminateProcess on worker closes its job handle, and the system ends
+    the agent and its grandchild; no orphan is left for the next run."""
+    pid_file = tmp_path / "grandchild.pid"
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(pid_file)])
+    grandchild = _read_pid(pid_file)
+    assert not _gone(grandchild)
+    worker.kill()
+    worker.wait()
+    _wait_for(lambda: _gone(grandchild), "the job to end the grandchild")
