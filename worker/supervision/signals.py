@@ -20,6 +20,9 @@ _VOLATILE_VALUE = re.compile(
     r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
 )
 _DIGITS = re.compile(r"\d+")
+# Paths differ between two attempts at the same failing thing (a temp file, another file of
+# the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
+_PATH = re.compile(r"(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.@+-]+[/\\])+[\w.@+-]+")
 _TAG = re.compile(r"</?tool_use_error>")
 _EXIT_LINE = re.compile(r"(?i)^\s*exit code:? -?\d+\s*$")
 _SPACE = re.compile(r"\s+")
@@ -100,9 +103,20 @@ def error_head(text: str | None) -> str:
 
 
 def error_signature(text: str | None) -> str:
-    """What makes two errors "the same": their heads, with numbers and ids blurred."""
-    head = _VOLATILE_VALUE.sub("<id>", error_head(text))
-    return _SPACE.sub(" ", _DIGITS.sub("#", head)).strip()
+    """What makes two errors "the same": their heads, ids, paths, numbers and times blurred."""
+    return _blur(error_head(text))
+
+
+def result_signature(text: str | None, limit: int = 4000) -> str:
+    """What makes two results "the same": the whole text (its first `limit` characters), with
+    ids, paths, numbers and timestamps blurred, so an elapsed time or a temp name does not
+    make an identical answer look new, but `in_progress` -> `completed` does."""
+    return _blur(_TAG.sub("", (text or "")[:limit]))
+
+
+def _blur(text: str) -> str:
+    text = _PATH.sub("<path>", _VOLATILE_VALUE.sub("<id>", text))
+    return _SPACE.sub(" ", _DIGITS.sub("#", text)).strip()
 
 
 def failure_class(text: str | None) -> str:
