@@ -21,8 +21,10 @@ from worker.agents.jsonl import parse
 from worker.errors import ExitCode, MalformedInput
 from worker.models import AgentEvent, EventKind
 from worker.supervision.trajectories import (
+    looks_like_mini,
     looks_like_openhands,
     looks_like_sweagent,
+    mini_events,
     openhands_events,
     sweagent_events,
 )
@@ -30,7 +32,8 @@ from worker.supervision.trajectories import (
 FORMATS = ("claude", "codex", "gemini", "openhands", "sweagent")
 _EXPECTED = (
     "Claude Code stream-json or session JSON lines, Codex `exec --json` lines, Gemini CLI "
-    "stream-json or JSON, an OpenHands trajectory or output.jsonl, or a SWE-agent .traj"
+    "stream-json or JSON, an OpenHands trajectory or output.jsonl, or a SWE-agent .traj "
+    "(or mini-swe-agent .traj.json)"
 )
 _SIGNS = {
     "codex": {
@@ -106,7 +109,7 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
             return found, iter(normalise_object(whole, 0))
         if found == "gemini":
             return found, iter(gemini_whole(whole))
-        return found, sweagent_events(whole)
+        return found, sweagent_events(whole) if "trajectory" in whole else mini_events(whole)
     if found == "openhands":
         return found, openhands_events(_histories(whole, lines))
     if found == "codex":
@@ -133,7 +136,7 @@ def _is_line(obj: Any) -> bool:
 
 
 def _whole_format(obj: Any) -> str | None:
-    if looks_like_sweagent(obj):
+    if looks_like_sweagent(obj) or looks_like_mini(obj):
         return "sweagent"
     if looks_like_openhands(obj):
         return "openhands"

@@ -7,6 +7,11 @@ Neither tool prints a stream while it works; both save what happened afterwards:
   `"read"`, ...) is a tool call, its observation (`"observation"`, `"cause"` = the action's
   `id`) the result; `"observation": "error"` or a non-zero `exit_code` is a failed result.
   Older resolver histories carry no ids: an observation answers the action before it.
+* **mini-swe-agent** (SWE-agent's small sibling) saves `.traj.json`: `{"messages": [...],
+  "info": {...}}` in the chat format, the command in an assistant message's `tool_calls` (or
+  a ```bash block of its text) and the output in the next `tool` (or `user`) message, which
+  opens with `<returncode>N</returncode>`. A user message without one is the harness
+  rejecting the answer (a format error).
 * **SWE-agent** saves a `.traj` file: `{"trajectory": [{"thought", "action",
   "observation", ...}], "info": {"exit_status", "model_stats"}}`. The first word of an
   action is its tool (`edit`, `open`, `python`, `submit`); SWE-agent records no exit code, so
@@ -19,6 +24,7 @@ User messages of either tool (a harness's rejection, a user's correction) become
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -169,6 +175,91 @@ def sweagent_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             raw_type="info",
         )
+
+
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_OUTPUT_TAGS = re.compile(r"</?(?:returncode|output)>(?:-?\d+</returncode>)?")
+_BASH_BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
+
+
+def mini_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
+    """The events of a mini-swe-agent `.traj.json` object (chat messages)."""
+    pending: str | None = None
+    messages = traj.get("messages")
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(message, dict):
+            continue
+        role, text = message.get("role"), _chat_text(message.get("content"))
+        if role == "assistant":
+            if text.strip():
+                yield AgentEvent(EventKind.TEXT, index, text=text, raw_type="assistant")
+            calls = message.get("tool_calls") or []
+            for call in calls if isinstance(calls, list) else []:
+                yield _chat_call(call, index)
+            block = None if calls else _BASH_BLOCK.search(text)
+            if block is not None:
+                pending = f"mini-{index}"
+                yield AgentEvent(
+                    EventKind.TOOL_CALL,
+                    index,
+                    tool="bash",
+                    tool_id=pending,
+                    args={"command": block.group(1)},
+                    raw_type="assistant",
+                )
+        elif role == "tool" or (role == "user" and pending and _RETURNCODE.search(text[:200])):
+            code = _RETURNCODE.search(text[:200])
+            failed = code is not None and code.group(1) != "0"
+            tool_id = message.get("tool_call_id") if role == "tool" else pending
+            pending = None
+            body = _OUTPUT_TAGS.sub("", text).strip()
+            yield AgentEvent(
+                EventKind.TOOL_RESULT,
+                index,
+                tool_id=str(tool_id),
+                text=body,
+                is_error=failed,
+                error=(body or f"exit code {code.group(1)}") if code and failed else None,
+                raw_type=str(role),
+            )
+        elif role == "user" and index > 1:
+            yield AgentEvent(EventKind.OTHER, index, text=text, raw_type="user")
+        elif role == "exit":
+            yield AgentEvent(EventKind.RESULT, index, text=text, raw_type="exit")
+
+
+def _chat_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        )
+    return content if isinstance(content, str) else ""
+
+
+def _chat_call(call: Any, index: int) -> AgentEvent:
+    function = call.get("function") if isinstance(call, dict) else None
+    function = function if isinstance(function, dict) else {}
+    raw = function.get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        args = {"arguments": raw}
+    return AgentEvent(
+        EventKind.TOOL_CALL,
+        index,
+        tool=str(function.get("name") or "unknown"),
+        tool_id=str(call.get("id")) if isinstance(call, dict) else None,
+        args=args if isinstance(args, dict) else {"arguments": args},
+        raw_type="assistant",
+    )
+
+
+def looks_like_mini(obj: Any) -> bool:
+    """A mini-swe-agent trajectory: chat `messages` and a `mini-swe-agent` format tag or info."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        return False
+    tag = str(obj.get("trajectory_format") or "")
+    return tag.startswith("mini-swe-agent") or isinstance(obj.get("info"), dict)
 
 
 def looks_like_openhands(obj: Any) -> bool:
