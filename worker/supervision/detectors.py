@@ -171,16 +171,16 @@ class StreamDetectors:
             if self._fail.key is not None and self._fail.key[0] == tool:
                 self._fail.reset()  # the agent got past that failure
             answer = result_signature(event.text)
-            self._on_success(tool, args, event.text, writes)
+            self._on_success(tool, args, answer, writes)
         self._loop(tool, args, answer, (seq, line), found)
         self._oscillation(tool, args, failed, at, found)
         self._results.append((tool, cls, at[0], at[1], self.turn))
         self._cascades(found)
 
-    def _on_success(self, tool: str, args: str, text: str | None, writes: bool) -> None:
+    def _on_success(self, tool: str, args: str, answer: str, writes: bool) -> None:
         if writes:
             self.progress += 1
-        if self._known.learn(f"{tool} {args}", text) or writes:
+        if self._known.learn(f"{tool} {args}", answer) or writes:
             self._since_progress = 0
             self._reject.reset()
         # A cascade forgets the failures before a success: the agent got going again.

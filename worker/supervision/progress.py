@@ -50,11 +50,10 @@ class Knowledge:
     def __init__(self) -> None:
         self._seen: dict[str, bytes] = {}
 
-    def learn(self, call: str, result: str | None) -> bool:
-        """Record a successful call's result; True when the call or its answer is new."""
-        digest = hashlib.blake2b(
-            result_signature(result).encode("utf-8", "replace"), digest_size=8
-        ).digest()
+    def learn(self, call: str, signature: str) -> bool:
+        """Record a successful call's result (its `result_signature`); True when the call or
+        its answer is new."""
+        digest = hashlib.blake2b(signature.encode("utf-8", "replace"), digest_size=8).digest()
         key = hashlib.blake2b(call.encode("utf-8", "replace"), digest_size=8).hexdigest()
         new = self._seen.get(key) != digest
         self._seen[key] = digest

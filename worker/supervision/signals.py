@@ -22,7 +22,7 @@ _VOLATILE_VALUE = re.compile(
 _DIGITS = re.compile(r"\d+")
 # Paths differ between two attempts at the same failing thing (a temp file, another file of
 # the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
-_PATH = re.compile(r"(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.@+-]+[/\\])+[\w.@+-]+")
+_PATH = re.compile(r"(?<![\w.@~+-])(?:[A-Za-z]:)?[\w.@~+-]*[/\\][\w.@~/\\+-]*")
 _TAG = re.compile(r"</?tool_use_error>")
 _EXIT_LINE = re.compile(r"(?i)^\s*exit code:? -?\d+\s*$")
 _SPACE = re.compile(r"\s+")
@@ -107,7 +107,7 @@ def error_signature(text: str | None) -> str:
     return _blur(error_head(text))
 
 
-def result_signature(text: str | None, limit: int = 4000) -> str:
+def result_signature(text: str | None, limit: int = 2000) -> str:
     """What makes two results "the same": the whole text (its first `limit` characters), with
     ids, paths, numbers and timestamps blurred, so an elapsed time or a temp name does not
     make an identical answer look new, but `in_progress` -> `completed` does."""
