@@ -12,6 +12,7 @@ from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
+from worker.supervision.progress import CliErrors, Knowledge, infra_failure, shell_writes
 from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
@@ -26,7 +27,6 @@ from worker.supervision.signals import (
     result_signature,
     short,
 )
-from worker.supervision.progress import CliErrors, Knowledge, infra_failure, shell_writes
 from worker.supervision.streaks import Alternation, Streak
 
 _ASSISTANT = (EventKind.TEXT, EventKind.TOOL_CALL, EventKind.USAGE)

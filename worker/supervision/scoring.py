@@ -53,10 +53,11 @@ class Scored:
 
 def load_index(folder: Path) -> list[dict[str, Any]]:
     """The corpus index, checked: every entry names a file that exists and a known label."""
+    path = folder / "index.json"
     try:
-        entries = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+        entries = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise MalformedInput(f"cannot read the corpus index {folder / 'index.json'}: {exc}") from exc
+        raise MalformedInput(f"cannot read the corpus index {path}: {exc}") from exc
     for entry in entries:
         if entry.get("label") not in LABELS:
             raise MalformedInput(f"{entry.get('file')}: label must be one of {LABELS}")
