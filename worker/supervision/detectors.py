@@ -12,12 +12,13 @@ from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
-from worker.supervision.progress import CliErrors, Knowledge, infra_failure, shell_writes
+from worker.supervision.progress import CliErrors, Knowledge, infra_failure, polls, shell_writes
 from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
     PERMISSION,
     TOOL,
+    answer_signature,
     canonical_args,
     distinct_failing,
     error_head,
@@ -170,9 +171,10 @@ class StreamDetectors:
         else:
             if self._fail.key is not None and self._fail.key[0] == tool:
                 self._fail.reset()  # the agent got past that failure
-            answer = result_signature(event.text)
+            answer = answer_signature(event.text)
             self._on_success(tool, args, answer, writes)
-        self._loop(tool, args, answer, (seq, line), found)
+        if failed or not polls(args):
+            self._loop(tool, args, answer, (seq, line), found)
         self._oscillation(tool, args, failed, at, found)
         self._results.append((tool, cls, at[0], at[1], self.turn))
         self._cascades(found)

@@ -27,6 +27,10 @@ _WRITES = re.compile(
     r"|\bcreate\s+\S|\bedit\s+\d+:\d+|\bstr_replace|\binsert\s+\d)"
 )
 _SHELL_KEYS = ("command", "cmd", "code", "script")
+# A command that waits before it looks (`sleep 30 && gh run view 1234`) is polling: the same
+# answer again means "not yet", not "stuck". Ours, after the polling-tool exemptions users ask
+# Cline and Roo Code for; its failures still count as repeated errors.
+_POLLS = re.compile(r"\bsleep\s+\d|\bgh\s+(?:run\s+watch|pr\s+checks\s+[^\n]*--watch)|\bwatch\s+-n")
 
 
 def shell_writes(args: dict[str, Any] | None) -> bool:
@@ -42,6 +46,11 @@ def shell_writes(args: dict[str, Any] | None) -> bool:
     return False
 
 
+def polls(args: str) -> bool:
+    """A call (its canonical arguments) that waits before it reads: polling, not a loop."""
+    return bool(_POLLS.search(args))
+
+
 class Knowledge:
     """The calls seen so far and what each last returned: is this result new information?"""
 
@@ -51,7 +60,7 @@ class Knowledge:
         self._seen: dict[str, bytes] = {}
 
     def learn(self, call: str, signature: str) -> bool:
-        """Record a successful call's result (its `result_signature`); True when the call or
+        """Record a successful call's result (its `answer_signature`); True when the call or
         its answer is new."""
         digest = hashlib.blake2b(signature.encode("utf-8", "replace"), digest_size=8).digest()
         key = hashlib.blake2b(call.encode("utf-8", "replace"), digest_size=8).hexdigest()

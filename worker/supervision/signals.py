@@ -20,6 +20,7 @@ _VOLATILE_VALUE = re.compile(
     r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
 )
 _DIGITS = re.compile(r"\d+")
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h)\b")
 # Paths differ between two attempts at the same failing thing (a temp file, another file of
 # the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
 _PATH = re.compile(r"(?<![\w.@~+-])(?:[A-Za-z]:)?[\w.@~+-]*[/\\][\w.@~/\\+-]*")
@@ -108,10 +109,17 @@ def error_signature(text: str | None) -> str:
 
 
 def result_signature(text: str | None, limit: int = 2000) -> str:
-    """What makes two results "the same": the whole text (its first `limit` characters), with
-    ids, paths, numbers and timestamps blurred, so an elapsed time or a temp name does not
-    make an identical answer look new, but `in_progress` -> `completed` does."""
+    """What makes two CLI errors "the same": the whole text (its first `limit` characters),
+    with ids, paths, numbers and timestamps blurred."""
     return _blur(_TAG.sub("", (text or "")[:limit]))
+
+
+def answer_signature(text: str | None, limit: int = 2000) -> str:
+    """What makes two answers to the same call "the same": ids, timestamps and durations
+    blurred (`in 1.23s` on every test run), other numbers kept, since `3 failed` -> `2 failed`
+    or `step 1/4` -> `step 2/4` is news."""
+    text = _DURATION.sub("<t>", _VOLATILE_VALUE.sub("<id>", (text or "")[:limit]))
+    return _SPACE.sub(" ", text).strip()
 
 
 def _blur(text: str) -> str:
