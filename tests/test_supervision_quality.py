@@ -47,15 +47,6 @@ def test_the_same_call_with_the_same_answer_is_a_loop() -> None:
     ]
 
 
-def test_a_call_that_sleeps_before_it_looks_is_polling() -> None:
-    """The same `sleep 60 && gh run view` answer means "not yet": no loop however often."""
-    stream = Stream()
-    for _ in range(8):
-        stream.tool("Bash", {"command": "sleep 60 && gh run view 1234"}, output="in_progress")
-    _, found = observe(stream.events)
-    assert "loop" not in kinds(found)
-
-
 def test_the_same_call_failing_is_a_loop_whatever_the_error_says() -> None:
     stream = Stream()
     for i in range(5):

@@ -12,7 +12,7 @@ from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
-from worker.supervision.progress import CliErrors, Knowledge, infra_failure, polls, shell_writes
+from worker.supervision.progress import CliErrors, Knowledge, infra_failure, shell_writes
 from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
@@ -173,8 +173,7 @@ class StreamDetectors:
                 self._fail.reset()  # the agent got past that failure
             answer = answer_signature(event.text)
             self._on_success(tool, args, answer, writes)
-        if failed or not polls(args):
-            self._loop(tool, args, answer, (seq, line), found)
+        self._loop(tool, args, answer, (seq, line), found)
         self._oscillation(tool, args, failed, at, found)
         self._results.append((tool, cls, at[0], at[1], self.turn))
         self._cascades(found)

@@ -27,10 +27,6 @@ _WRITES = re.compile(
     r"|\bcreate\s+\S|\bedit\s+\d+:\d+|\bstr_replace|\binsert\s+\d)"
 )
 _SHELL_KEYS = ("command", "cmd", "code", "script")
-# A command that waits before it looks (`sleep 30 && gh run view 1234`) is polling: the same
-# answer again means "not yet", not "stuck". Ours, after the polling-tool exemptions users ask
-# Cline and Roo Code for; its failures still count as repeated errors.
-_POLLS = re.compile(r"\bsleep\s+\d|\bgh\s+(?:run\s+watch|pr\s+checks\s+[^\n]*--watch)|\bwatch\s+-n")
 
 
 def shell_writes(args: dict[str, Any] | None) -> bool:
@@ -44,11 +40,6 @@ def shell_writes(args: dict[str, Any] | None) -> bool:
         if isinstance(value, str) and _WRITES.search(value):
             return True
     return False
-
-
-def polls(args: str) -> bool:
-    """A call (its canonical arguments) that waits before it reads: polling, not a loop."""
-    return bool(_POLLS.search(args))
 
 
 class Knowledge:
