@@ -97,9 +97,7 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
     if found is None:
         found = detect_format(lines)
     if found is None:
-        raise UnreadableTranscript(
-            f"not a transcript worker can read: expected {_EXPECTED}"
-        )
+        raise UnreadableTranscript(f"not a transcript worker can read: expected {_EXPECTED}")
     if fmt not in ("auto", found):
         raise UnreadableTranscript(
             f"this is a {found} transcript, not {fmt}: use --format {found} (or auto)"

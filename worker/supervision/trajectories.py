@@ -230,9 +230,7 @@ def mini_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
 
 def _chat_text(content: Any) -> str:
     if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return content if isinstance(content, str) else ""
 
 
