@@ -12,7 +12,8 @@ from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
-from worker.supervision.progress import CliErrors, Knowledge, infra_failure, shell_writes
+from worker.supervision.progress import Knowledge, shell_writes
+from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
@@ -25,7 +26,6 @@ from worker.supervision.signals import (
     error_signature,
     failure_class,
     message_signature,
-    result_signature,
     short,
 )
 from worker.supervision.streaks import Alternation, Streak
@@ -45,7 +45,6 @@ class StreamDetectors:
         self.turn = 0  # agent turns: an assistant message after tool results (or the start)
         self.tool_failures = 0
         self.progress = 0  # successful file changes: progress_tools, or a shell that writes
-        self.infra: InfraFailure | None = None  # a CLI error that keeps coming back (urgent)
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.context_fill: float | None = None
@@ -58,7 +57,7 @@ class StreamDetectors:
         self._calls: dict[str, tuple[str, str, int, int, bool]] = {}
         self._known = Knowledge()
         self._cli = CliErrors()
-        self._reject = Streak()
+        self._reject = Rejections()
         self._call = Streak()
         self._fail = Streak()
         self._message = Streak()
@@ -191,40 +190,23 @@ class StreamDetectors:
 
     def _on_cli_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
         text = event.error or event.text or event.subtype or ""
-        seen = self._cli.push(text, self.seq, event.index)
-        if seen is None:
-            return
-        key, sessions, since = seen
         limit = self.s.thresholds["cli_error"]
-        if sessions < limit.warn:
-            return
-        level = _level(sessions, limit)
-        if level != WARN:
-            self.infra = infra_failure(text, sessions)
-        found.append(
-            self._sighting(
-                "cli_error", level, key[:60], since, sessions, {"error": short(text, 120)}
-            )
-        )
+        anomaly = self._cli.observe(text, self.seq, event.index, limit)
+        if anomaly is not None:
+            found.append(anomaly)
 
     def _on_user_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
-        # A harness or user rejecting the agent's answer again and again is a repeated error.
-        sig = message_signature(result_signature(event.text), self.s.min_message_chars)
-        if sig is None:
-            return
-        count = self._reject.push(sig, self.seq, event.index)
         limit = self._threshold("repeated_error", "user")
-        if limit is not None and count >= limit.warn:
-            found.append(
-                self._sighting(
-                    "repeated_error",
-                    _level(count, limit),
-                    f"user {sig[:60]}",
-                    (self._reject.start, self._reject.line),
-                    count,
-                    {"tool": "the harness", "args": "", "error": short(event.text, 120)},
-                )
-            )
+        anomaly = self._reject.observe(
+            event.text or "", self.seq, event.index, limit, self.s.min_message_chars
+        )
+        if anomaly is not None:
+            found.append(anomaly)
+
+    @property
+    def infra(self) -> InfraFailure | None:
+        """A CLI error that came back in consecutive sessions until urgent, else None."""
+        return self._cli.infra
 
     def _repeated_error(
         self,
