@@ -9,6 +9,7 @@ from worker.models import AgentEvent, EventKind, InfraKind
 from worker.supervision.anomaly import Anomaly
 from worker.supervision.detectors import StreamDetectors
 from worker.supervision.progress import shell_writes
+from worker.supervision.protocol import NullSupervisor
 
 from .test_supervision_kit import Stream, feed, settings, supervisor, view
 
@@ -196,3 +197,8 @@ def test_parallel_calls_failing_in_one_turn_are_not_a_cascade() -> None:
     events.append(AgentEvent(EventKind.TOOL_RESULT, 3, tool_id="t3", is_error=True, error="x"))
     _, found = observe(events)
     assert "cascade" in kinds(found)
+
+
+def test_supervision_off_reports_no_infrastructure_failure() -> None:
+    """The contract the task loop calls: the null supervisor has nothing to report."""
+    assert NullSupervisor().infra_failure() is None

@@ -82,7 +82,7 @@ def _oh_action(item: dict[str, Any], index: int, tool_id: str) -> AgentEvent:
     action = str(item["action"])
     source = item.get("source", "agent")
     raw_args = item.get("args")
-    args = raw_args if isinstance(raw_args, dict) else {k: v for k, v in item.items()}
+    args = raw_args if isinstance(raw_args, dict) else dict(item)  # older: args at top level
     text = args.get("content") or item.get("message") or ""
     if action in _OH_QUIET:
         return AgentEvent(EventKind.OTHER, index, raw_type=action)
