@@ -1,11 +1,11 @@
 """Supervision quality on the labelled corpus of real transcripts; prints one JSON object.
 
   recall              stuck transcripts with an alarm (an urgent, stopping finding) / stuck
-  recall_on_time      ... whose alarm came within the first third of the steps they wasted
+  recall_on_time      ... whose alarm came within the first third of the turns they wasted
   false_alarms        healthy transcripts with an alarm (the goal is 0)
   healthy_with_nudges healthy transcripts given a warn-level nudge (steering, not a stop)
-  saved_steps / wasted_steps   agent steps a stop at the first alarm would have saved, of the
-                      steps the stuck runs wasted; saved_usd the same in dollars where the
+  saved_turns / wasted_turns   turns a stop at the first alarm would have saved, of the
+                      turns the stuck runs wasted; saved_usd the same in dollars where the
                       transcript's cost is known
   replay_s, read_baseline_s    the time to score the corpus, and to only read its events
                       (same run): their ratio is the detectors' share

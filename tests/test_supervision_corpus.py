@@ -93,7 +93,7 @@ def test_on_the_corpus_stuck_runs_are_caught_on_time_and_healthy_runs_left_alone
     assert figures["stuck"] >= 1 and figures["healthy"] >= 30
     assert figures["recall_on_time"] is not None and figures["recall_on_time"] >= 0.9
     assert figures["false_alarms"] == 0, figures["false_alarm_files"]
-    assert 0 < figures["saved_steps"] <= figures["wasted_steps"]
+    assert 0 < figures["saved_turns"] <= figures["wasted_turns"]
 
 
 def test_the_bench_prints_the_figures_as_json() -> None:
@@ -105,7 +105,7 @@ def test_the_bench_prints_the_figures_as_json() -> None:
         check=True,
     )
     data = json.loads(result.stdout)
-    for key in ("recall", "recall_on_time", "false_alarms", "saved_steps", "saved_usd"):
+    for key in ("recall", "recall_on_time", "false_alarms", "saved_turns", "saved_usd"):
         assert key in data
     assert data["transcripts"] == len(INDEX) and data["false_alarms"] == 0
 

@@ -8,11 +8,11 @@ mini-swe-agent `.traj.json`) of the first event where a careful reader calls it 
 An *alarm* is the first urgent finding of a kind that stops the agent (a loop, a repeated
 error, a repeated message, an oscillation, a CLI error that keeps coming back) or the PACE
 ladder reaching emergency: the point where a live run would have been cut short. Time is
-counted in *steps*: agent turns, plus sessions (a CLI that fails before the model ever
-answers has sessions but no turns). A stuck run is caught *on time* when the alarm comes
-within the first third of the steps it wasted (from `stuck_at` to its end); a healthy run
-with an alarm is a false alarm. Stopping at the alarm saves the steps after it, and the
-transcript's cost in proportion when its cost is known.
+counted in *turns*: agent turns, plus sessions (a CLI that fails before the model ever
+answers has sessions but no agent turns; each session counts as one). A stuck run is caught
+*on time* when the alarm comes within the first third of the turns it wasted (from
+`stuck_at` to its end); a healthy run with an alarm is a false alarm. Stopping at the alarm
+saves the turns after it, and the transcript's cost in proportion when its cost is known.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ class Scored:
 
     file: str
     label: str
-    steps: int
-    alarm_step: int | None  # step of the first alarm, None when there was none
+    turns: int
+    alarm_turn: int | None  # turn of the first alarm, None when there was none
     alarm: str | None  # "kind level" of that alarm
-    stuck_step: int | None = None
+    stuck_turn: int | None = None
     on_time: bool = False
-    saved_steps: int = 0
+    saved_turns: int = 0
     saved_usd: float = 0.0
     warnings: list[str] = field(default_factory=list)  # nudges (warn level) seen
 
@@ -76,42 +76,42 @@ def score(
     text = (folder / entry["file"]).read_text(encoding="utf-8", errors="replace")
     _, events = read_text(text, entry.get("format", "auto"))
     watch = Watch(settings)
-    steps, turn = 0, 0
+    turns, agent_turn = 0, 0
     stuck_at = entry.get("stuck_at")
-    stuck_step: int | None = None
+    stuck_turn: int | None = None
     alarm: tuple[int, str] | None = None
     warnings: list[str] = []
     for event in events:
         found = watch.observe(event)
-        if event.kind is EventKind.SESSION or watch.detectors.turn != turn:
-            steps += 1
-            turn = watch.detectors.turn
-        if stuck_at is not None and stuck_step is None and event.index >= stuck_at:
-            stuck_step = steps
+        if event.kind is EventKind.SESSION or watch.detectors.turn != agent_turn:
+            turns += 1
+            agent_turn = watch.detectors.turn
+        if stuck_at is not None and stuck_turn is None and event.index >= stuck_at:
+            stuck_turn = turns
         for anomaly in found:
             if anomaly.level == WARN and anomaly.kind not in warnings:
                 warnings.append(anomaly.kind)
             if alarm is None and _stops(anomaly.kind, anomaly.level):
-                alarm = (steps, f"{anomaly.kind} {anomaly.level}")
+                alarm = (turns, f"{anomaly.kind} {anomaly.level}")
         if alarm is None and found and watch.pace() == "emergency":
-            alarm = (steps, "pace emergency")
+            alarm = (turns, "pace emergency")
     result = Scored(
         file=entry["file"],
         label=entry["label"],
-        steps=steps,
-        alarm_step=alarm[0] if alarm else None,
+        turns=turns,
+        alarm_turn=alarm[0] if alarm else None,
         alarm=alarm[1] if alarm else None,
-        stuck_step=stuck_step,
+        stuck_turn=stuck_turn,
         warnings=warnings,
     )
     if alarm is not None:
-        result.saved_steps = steps - alarm[0]
+        result.saved_turns = turns - alarm[0]
         cost = entry.get("cost_usd")
-        if isinstance(cost, int | float) and steps:
-            result.saved_usd = round(cost * result.saved_steps / steps, 4)
-    if entry["label"] == "stuck" and alarm is not None and stuck_step is not None:
-        wasted = steps - stuck_step + 1
-        result.on_time = alarm[0] >= stuck_step and alarm[0] - stuck_step <= wasted / 3
+        if isinstance(cost, int | float) and turns:
+            result.saved_usd = round(cost * result.saved_turns / turns, 4)
+    if entry["label"] == "stuck" and alarm is not None and stuck_turn is not None:
+        wasted = turns - stuck_turn + 1
+        result.on_time = alarm[0] >= stuck_turn and alarm[0] - stuck_turn <= wasted / 3
     return result
 
 
@@ -123,9 +123,9 @@ def summary(results: list[Scored]) -> dict[str, Any]:
     """Recall, on-time recall, false alarms and savings over scored transcripts."""
     stuck = [r for r in results if r.label == "stuck"]
     healthy = [r for r in results if r.label == "healthy"]
-    caught = [r for r in stuck if r.alarm_step is not None]
+    caught = [r for r in stuck if r.alarm_turn is not None]
     on_time = [r for r in stuck if r.on_time]
-    false_alarms = [r for r in healthy if r.alarm_step is not None]
+    false_alarms = [r for r in healthy if r.alarm_turn is not None]
     return {
         "transcripts": len(results),
         "stuck": len(stuck),
@@ -136,8 +136,8 @@ def summary(results: list[Scored]) -> dict[str, Any]:
         "false_alarm_files": [r.file for r in false_alarms],
         "healthy_with_nudges": sum(1 for r in healthy if r.warnings),
         "missed": [r.file for r in stuck if not r.on_time],
-        "saved_steps": sum(r.saved_steps for r in caught),
-        "wasted_steps": sum(r.steps - (r.stuck_step or r.steps) + 1 for r in stuck),
+        "saved_turns": sum(r.saved_turns for r in caught),
+        "wasted_turns": sum(r.turns - (r.stuck_turn or r.turns) + 1 for r in stuck),
         "saved_usd": round(sum(r.saved_usd for r in caught), 4),
     }
 
