@@ -73,6 +73,8 @@ def _count(kind: str, count: int) -> str:
         return f"{count} tools"
     if kind == "pace":
         return f"after {count} anomalies"
+    if kind == "cli_error":
+        return f"{count} sessions"
     return f"×{count}"
 
 
