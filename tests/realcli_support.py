@@ -1,6 +1,6 @@
 """What the tests that drive the real agent CLIs (tests/realcli/, from npm) share: finding the
 CLI (or skipping, with the reason, when node or the CLI is not installed), a workspace whose only
-mode runs it, the STATUS block a scripted model answers with, and a look at the processes left.
+mode runs it, the STATUS block a scripted model answers with, and the processes left behind.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 REALCLI_BIN = Path(__file__).parent / "realcli" / "node_modules" / ".bin"
@@ -48,16 +49,14 @@ def one_mode_workspace(workspace: Path, agent: str, **mode: Any) -> dict[str, An
     return spec
 
 
-def live_in_group(pgid: int) -> list[int]:
-    """Processes of the group that still run (zombies waiting for a parent do not count)."""
-    alive = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Live processes whose environment has `name=value` (an agent CLI left behind, pointed
+    at a test's API); psutil reads them on Linux, macOS and Windows alike."""
+    found = []
+    for process in psutil.process_iter():
         try:
-            text = stat.read_text()
-        except OSError:
+            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(name) == value:
+                found.append(process.pid)
+        except psutil.Error:
             continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-        fields = text[text.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            alive.append(int(stat.parent.name))
-    return alive
+    return found

@@ -6,6 +6,7 @@ and a missing binary. These are what tell us when Codex changes its stream."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from typer.testing import CliRunner
 
 from tests.fakes import openai_api as api
 from tests.fakes.openai_api import FakeOpenAIAPI
-from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, status_text
+from tests.realcli_support import one_mode_workspace, processes_with_env, real_cli, status_text
 from worker.agents.codex import CodexAdapter
 from worker.cli.app import app
 from worker.config import load_settings
@@ -150,11 +151,10 @@ def test_a_hung_api_is_timed_out_and_no_process_is_left(
     codex: Path, openai: FakeOpenAIAPI, workspace: Path
 ) -> None:
     openai.play(api.hang())
-    groups: list[int] = []
-    result = CodexAdapter(str(codex)).run(_request(workspace, timeout_s=8, on_start=groups.append))
+    result = CodexAdapter(str(codex)).run(_request(workspace, timeout_s=8))
     assert result.timed_out and result.is_error and result.infra is None
     assert len(openai.model_requests) >= 1
-    assert groups and live_in_group(groups[0]) == []
+    assert processes_with_env("CODEX_HOME", os.environ["CODEX_HOME"]) == []
 
 
 def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(

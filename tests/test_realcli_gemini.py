@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.fakes import gemini_api as api
 from tests.fakes.gemini_api import FakeGeminiAPI
-from tests.realcli_support import live_in_group, one_mode_workspace, real_cli, status_text
+from tests.realcli_support import one_mode_workspace, processes_with_env, real_cli, status_text
 from worker.agents.gemini import GeminiAdapter
 from worker.cli.app import app
 from worker.config import load_settings
@@ -148,13 +148,12 @@ def test_wait_approve_resume_carries_the_note_into_the_new_session(
 def test_a_hung_api_is_timed_out_and_no_process_is_left(
     gemini: Path, gemini_api: FakeGeminiAPI, workspace: Path
 ) -> None:
-    """Gemini CLI relaunches itself in a child node process: the whole group goes."""
+    """Gemini CLI relaunches itself in a child node process: the whole tree goes."""
     gemini_api.play(api.hang())
-    groups: list[int] = []
-    result = _run(gemini, workspace, timeout_s=10, on_start=groups.append)
+    result = _run(gemini, workspace, timeout_s=10)
     assert result.timed_out and result.is_error and result.infra is None
     assert len(gemini_api.model_requests) >= 1
-    assert groups and live_in_group(groups[0]) == []
+    assert processes_with_env("GOOGLE_GEMINI_BASE_URL", gemini_api.base) == []
 
 
 def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(

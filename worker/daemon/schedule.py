@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -214,11 +215,11 @@ def _windows(target: Target, settings: Settings, python: str, env: ScheduleEnv) 
     d = settings.daemon
     ws = str(settings.workspace)
     command = python
-    args = " ".join(_win_quote(part) for part in _argv(target, settings, python)[1:])
+    args = subprocess.list2cmdline(_argv(target, settings, python)[1:])  # the C runtime's rules
     if env.variables:
         # Task Scheduler's Exec action has no environment of its own: cmd.exe sets it first.
         sets = "".join(f'set "{name}={value}"&& ' for name, value in env.variables.items())
-        command, args = "cmd.exe", f"/d /c {sets}{_win_quote(python)} {args}"
+        command, args = "cmd.exe", f"/d /c {sets}{subprocess.list2cmdline([python])} {args}"
     notes = "".join("\n     " + line.lstrip("# ") for line in env.comment())
     if target is Target.RUN:
         trigger = (
@@ -273,10 +274,6 @@ def _windows(target: Target, settings: Settings, python: str, env: ScheduleEnv) 
 </Task>
 """
     return {f"worker-{target.value}-{_slug(settings.workspace)}.xml": xml}
-
-
-def _win_quote(part: str) -> str:
-    return f'"{part}"' if any(ch in part for ch in ' \t"') or not part else part
 
 
 def _iso(seconds: float) -> str:
