@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-from worker.agents.claude_stream import USAGE_LIMIT_TEXT
 from worker.models import InfraFailure, InfraKind
 from worker.proc import redact
 
@@ -21,9 +20,11 @@ _AUTH_TEXT = re.compile(
     r"(?i)invalid[ _]api[ _]key|incorrect api key|api key not valid|unauthori[sz]ed|"
     r"authentication[ _](?:failed|error)|not logged in|UNAUTHENTICATED"
 )
+# Codex: "You've hit your usage limit" (openai/codex#3124), "Quota exceeded"; the Gemini API:
+# "Quota exceeded for quota metric ...", "You have exhausted your daily quota".
 _QUOTA_TEXT = re.compile(
     r"(?i)quota exceeded|exceeded your current quota|insufficient_quota|exhausted your"
-    r"(?: daily)? quota|usage limit"
+    r"(?: daily)? quota|usage limit|hit your limit"
 )
 _NETWORK_TEXT = re.compile(
     r"(?i)overloaded|service unavailable|connection refused|error sending request|"
@@ -54,7 +55,7 @@ def classify(
             http_status=status,
             setting=key_setting,
         )
-    if _QUOTA_TEXT.search(text) or USAGE_LIMIT_TEXT.search(text):
+    if _QUOTA_TEXT.search(text):
         return InfraFailure(
             InfraKind.USAGE_LIMIT, f"{cli} hit its usage limit: {text}{suffix}", http_status=status
         )
