@@ -60,6 +60,11 @@ def test_a_missing_agent_binary_fails_with_exit_78_naming_the_setting(
     assert result.exit_code == 78
     line = next(line for line in result.stdout.splitlines() if line.startswith("fail"))
     assert "agents" in line and "cannot be started" in line and "claude_bin" in line
+    assert "no-such-claude does not exist" in line
+
+    monkeypatch.setenv("WORKER_CLAUDE_BIN", str(workspace))  # a folder
+    code, data = _doctor(cli, workspace)
+    assert code == 78 and "is a folder, not a program" in _by_check(data, "agents")[0][1]
 
 
 def test_an_agent_of_another_version_or_none_is_reported(

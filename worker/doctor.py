@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.agents import gemini_setup
-from worker.agents.infra import cli_name
+from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
 from worker.daemon.schedule import schedule_env
 from worker.errors import ExitCode, WorkerError
@@ -31,8 +31,8 @@ from worker.sources.github_http import TOKEN_VARIABLES, GitHubError, token_from_
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.
 TESTED_VERSIONS = {"claude": "2.1", "codex": "0.169", "gemini": "0.61"}
+_VERSION_TIMEOUT_S = 30.0  # `--version` answers at once; one that hangs is a finding
 _VERSION = re.compile(r"\b(\d+)\.(\d+)\.(\d+)")
-_VERSION_TIMEOUT_S = 30.0
 _STRONG_ENOUGH = ("admin", "maintain", "push")
 
 
@@ -244,15 +244,17 @@ CHECKS: list[tuple[str, Check]] = [
 
 # -- helpers ----------------------------------------------------------------------------------
 def _version_finding(agent: str, executable: str, setting: str, modes: str, cwd: Path) -> Finding:
-    name = cli_name(agent)
-    proc = run_process([executable, "--version"], cwd=cwd, timeout_s=_VERSION_TIMEOUT_S)
-    where = f"{name} ({executable}, for {modes})"
-    if proc.not_found:
+    where = f"{cli_name(agent)} ({executable}, for {modes})"
+    problem = executable_problem(executable)
+    argv = [executable, "--version"]
+    proc = None if problem else run_process(argv, cwd=cwd, timeout_s=_VERSION_TIMEOUT_S)
+    if proc is None or proc.not_found:
+        detail = problem or (proc.stderr_tail.strip() if proc else "")
         return Finding(
             "agents",
             Status.FAIL,
-            f"{where} cannot be started: {proc.stderr_tail.strip()}; set {setting} to its full "
-            "path, or put it on the PATH `worker schedule` writes",
+            f"{where} cannot be started: {detail}; set {setting} to its full path, or put it "
+            "on the PATH `worker schedule` writes",
         )
     output = f"{proc.stdout}\n{proc.stderr_tail}"
     match = _VERSION.search(output)
