@@ -171,6 +171,9 @@ def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
     assert report["reason"].startswith("Codex could not authenticate: unexpected status 401")
     assert "Incorrect API key provided" in report["reason"] and "OPENAI_API_KEY" in report["reason"]
     assert json.loads(message.read_text())["status"] == "unread"
+    for command in ("log", "why"):
+        shown = run_worker(workspace, command)
+        assert "Codex could not authenticate" in shown.stdout, command
     assert _iterations(workspace) == []
     assert len(openai.model_requests) <= 2  # not Codex's 12
 

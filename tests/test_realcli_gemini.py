@@ -168,6 +168,9 @@ def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
     assert report["reason"].startswith("Gemini CLI could not authenticate: ")
     assert "API key not valid" in report["reason"] and "GEMINI_API_KEY" in report["reason"]
     assert json.loads(message.read_text())["status"] == "unread"
+    for command in ("log", "why"):
+        shown = run_worker(workspace, command)
+        assert "Gemini CLI could not authenticate" in shown.stdout, command
     assert report["iterations"] == 0
     assert len(gemini_api.model_requests) == 1
 
