@@ -9,6 +9,7 @@ the `postgres` user through `runuser`. Where no `pg_ctl` exists the tests skip, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -130,10 +131,8 @@ def pg_cluster() -> Iterator[PgCluster]:
         cluster.start()
         yield cluster
     finally:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # not running: nothing to stop
             cluster.stop("immediate")
-        except subprocess.CalledProcessError:
-            pass  # not running (a failed start): nothing to stop
         shutil.rmtree(root, ignore_errors=True)
 
 
