@@ -14,6 +14,7 @@ import time
 
 from worker.config import Settings
 from worker.errors import UsageError
+from worker.fleet import fleet_session
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
@@ -51,7 +52,11 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         from worker.workspace_git import ensure_repo
 
         ensure_repo(settings.workspace)
-    with workspace_lock(settings), Store(settings.db_path) as store:
+    with (
+        workspace_lock(settings),
+        Store(settings.db_path) as store,
+        fleet_session(settings, store),
+    ):
         try:
             return _run(settings, options, modes, store)
         finally:

@@ -138,7 +138,9 @@ class InboxSource:
             if path.is_file():
                 message = self._read(path)
                 if message is not None:
-                    return self._task(message, path)
+                    task = self._task(message, path)
+                    task.ref["rerun"] = True  # asked for by id: a finished one runs again
+                    return task
         return None
 
     # -- claims -----------------------------------------------------------------------------
@@ -148,12 +150,12 @@ class InboxSource:
             return []
         recovered = []
         for claim in self.store.expired_claims():
-            if claim["source"] != self.name:
+            # Marked expired first: of the runs sharing the inbox, only one brings it back.
+            if claim["source"] != self.name or not self.store.expire_claim(claim["task_id"]):
                 continue
             name = json.loads(claim["detail"]).get("file", f"{claim['task_id']}.json")
             with contextlib.suppress(FileNotFoundError):
                 os.replace(self.claimed / name, self.root / name)
-            self.store.release_claim(claim["task_id"], "expired")
             recovered.append(claim["task_id"])
             log.warning("inbox: lease of %s expired; it is available again", claim["task_id"])
         return recovered
@@ -162,8 +164,12 @@ class InboxSource:
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
         source = self.root / name
-        if not source.exists() and (self.done / name).exists():
-            os.replace(self.done / name, source)  # `--task-id` reruns a finished message
+        if not source.exists():
+            # Only `--task-id` reruns a finished message; a listed one gone from the inbox was
+            # taken (and perhaps finished) by a run sharing the inbox since the listing.
+            if not task.ref.get("rerun") or not (self.done / name).exists():
+                return False
+            os.replace(self.done / name, source)
         self.claimed.mkdir(parents=True, exist_ok=True)
         if not self.store.claim(
             task.id,

@@ -1,0 +1,103 @@
+"""Runs, decisions, heartbeats and status reports of every machine, in the fleet database.
+
+The SQLite store stays each machine's own record; this is the copy every machine can read
+(`worker fleet`, `worker log --fleet`, `worker status --fleet`). A process is present in
+`fleet_machines` while it runs, and its heartbeat (`now()` of the database) says it is alive.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from worker.fleet.link import Link
+
+_RUN_COLUMNS = ("task_id", "source", "outcome", "reason")
+
+
+class PgHistory:
+    """The Store's RunHistory for a fleet run (one process, one or more local runs)."""
+
+    def __init__(self, link: Link, machine_id: str, pid: int) -> None:
+        self.link = link
+        self.machine_id = machine_id
+        self.pid = pid
+        self.host = socket.gethostname()
+        self._fleet_ids: dict[int, int] = {}  # local run id -> fleet_runs.id
+
+    def run_started(self, run_id: int, machine_id: str, pid: int) -> None:
+        rows = self.link.run(
+            "INSERT INTO fleet_runs(machine_id, local_run_id, pid) VALUES (%s, %s, %s)"
+            " RETURNING id",
+            (machine_id, run_id, pid),
+        )
+        self._fleet_ids[run_id] = int(rows[0]["id"])
+        self._presence(self._fleet_ids[run_id], None)
+
+    def run_finished(self, run_id: int, fields: dict[str, Any]) -> None:
+        fleet_id = self._fleet_ids.get(run_id)
+        if fleet_id is None:
+            return
+        known = {key: fields.get(key) for key in _RUN_COLUMNS}
+        rest = {key: value for key, value in fields.items() if key not in _RUN_COLUMNS}
+        self.link.run(
+            "UPDATE fleet_runs SET ended_at = now(), task_id = %s, source = %s, outcome = %s,"
+            " reason = %s, fields = %s WHERE id = %s",
+            (*known.values(), json.dumps(rest, default=str), fleet_id),
+        )
+        self._presence(None, None)
+
+    def decision(self, run_id: int | None, fields: dict[str, Any]) -> None:
+        fleet_id = self._fleet_ids.get(run_id) if run_id is not None else None
+        self.link.run(
+            "INSERT INTO fleet_decisions(run_id, machine_id, task_id, source, reason_codes,"
+            " fields) VALUES (%s, %s, %s, %s, %s, %s)",
+            (
+                fleet_id,
+                self.machine_id,
+                fields.get("task_id"),
+                fields.get("source"),
+                json.dumps(fields.get("reason_codes", [])),
+                json.dumps({k: v for k, v in fields.items() if k != "detail"}, default=str),
+            ),
+        )
+        if fleet_id is not None and fields.get("task_id"):
+            self._presence(fleet_id, fields.get("task_id"))
+
+    def beat(self) -> None:
+        """This process is alive (the database's clock)."""
+        self.link.run(
+            "UPDATE fleet_machines SET last_seen = now()"
+            " WHERE machine_id = %s AND host = %s AND pid = %s",
+            (self.machine_id, self.host, self.pid),
+        )
+
+    def publish_report(self, path: Path) -> None:
+        """Copy this machine's status report (the supervisor's file) into the database."""
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # none yet, or being replaced: the next beat sends it
+        self.link.run(
+            "INSERT INTO fleet_reports(machine_id, report) VALUES (%s, %s)"
+            " ON CONFLICT (machine_id) DO UPDATE SET report = excluded.report,"
+            " updated_at = now()",
+            (self.machine_id, json.dumps(report)),
+        )
+
+    def leave(self) -> None:
+        """The process ends: it is no longer present (its runs stay in the history)."""
+        self.link.run(
+            "DELETE FROM fleet_machines WHERE machine_id = %s AND host = %s AND pid = %s",
+            (self.machine_id, self.host, self.pid),
+        )
+
+    def _presence(self, fleet_run_id: int | None, task_id: str | None) -> None:
+        self.link.run(
+            "INSERT INTO fleet_machines(machine_id, host, pid, run_id, task_id)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (machine_id, host, pid) DO UPDATE"
+            " SET run_id = excluded.run_id, task_id = excluded.task_id, last_seen = now()",
+            (self.machine_id, self.host, self.pid, fleet_run_id, task_id),
+        )

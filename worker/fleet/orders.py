@@ -1,0 +1,84 @@
+"""`worker cancel` across the fleet: orders in `fleet_orders`, read by every machine's control
+poll (a ControlHook), consumed by the machine that obeys them.
+
+An order for a task that no machine has is left for the task to show up, and consumed as
+expired after the kernel's control TTL, as the other order channels are.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+from worker.config import Settings
+from worker.fleet.link import Link
+from worker.fleet.session import current_link
+from worker.kernel.control import register_hook
+from worker.kernel.model import ControlOrder, Order
+
+ORIGIN = "fleet"
+
+
+class FleetOrders:
+    """The ControlHook of the fleet database (orders written with its credentials are trusted:
+    whoever can write there can claim any task anyway)."""
+
+    def __init__(self, settings: Settings, link: Link | None = None) -> None:
+        self.settings = settings
+        self.link = link or current_link() or Link(settings.fleet, retry_s=5.0)
+
+    def orders(self) -> list[ControlOrder]:
+        rows = self.link.run(
+            "SELECT id, action, task_id, reason, sender,"
+            " EXTRACT(EPOCH FROM created_at)::float8 AS at"
+            " FROM fleet_orders WHERE consumed_at IS NULL ORDER BY created_at, id"
+        )
+        found = []
+        for row in rows:
+            try:
+                order = Order(row["action"])
+            except ValueError:
+                continue  # not one of ours: a newer worker's order, left for it
+            found.append(
+                ControlOrder(
+                    row["id"],
+                    order,
+                    row["task_id"],
+                    ORIGIN,
+                    row["reason"],
+                    row["sender"],
+                    row["at"],
+                    True,
+                    (self, row["id"]),
+                )
+            )
+        return found
+
+    def consume(self, handle: Any, outcome: str) -> None:
+        self.link.run(
+            "UPDATE fleet_orders SET consumed_at = now(), consumed_by = %s, outcome = %s"
+            " WHERE id = %s AND consumed_at IS NULL",
+            (self.settings.machine_id, outcome[:1000], str(handle)),
+        )
+
+    def write(self, task_id: str, order: Order, reason: str, sender: str) -> str:
+        order_id = f"fleet-{uuid.uuid4().hex[:12]}"
+        self.link.run(
+            "INSERT INTO fleet_orders(id, action, task_id, reason, sender)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (order_id, order.value, task_id, reason, sender or os.environ.get("USER", "cli")),
+        )
+        return order_id
+
+
+def send_order(settings: Settings, task_id: str, order: Order, reason: str = "") -> str:
+    """Write an order every machine's control poll reads (`worker cancel` with a fleet)."""
+    link = Link(settings.fleet, retry_s=5.0)
+    try:
+        return FleetOrders(settings, link).write(task_id, order, reason, "")
+    finally:
+        link.close()
+
+
+register_hook(FleetOrders)

@@ -1,0 +1,77 @@
+"""A fleet run: the Store's claims and history on PostgreSQL, and a heartbeat beside the run.
+
+The heartbeat thread, every `[fleet] heartbeat_s`, extends the leases this process holds
+(a live run never loses its task, a dead one's lease runs out), marks the process alive, and
+copies this machine's status report into the database when the supervisor has written a new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from worker.config import Settings
+from worker.fleet.claims import PgClaims
+from worker.fleet.db import FleetUnavailable
+from worker.fleet.history import PgHistory
+from worker.fleet.link import Link
+from worker.store import Store
+from worker.supervision.reports import report_path
+
+log = logging.getLogger(__name__)
+
+_current: list[Link] = []  # the link of the fleet run in this process, if one is under way
+
+
+def current_link() -> Link | None:
+    return _current[-1] if _current else None
+
+
+@contextmanager
+def attach(settings: Settings, store: Store) -> Iterator[Link]:
+    """Connect (FleetUnavailable, exit 75, before anything is claimed), route the store's
+    claims and history to the fleet database, beat until the run ends."""
+    link = Link(settings.fleet)
+    pid = os.getpid()
+    claims = PgClaims(link, settings.machine_id, pid)
+    history = PgHistory(link, settings.machine_id, pid)
+    store.claims, store.history = claims, history
+    stop = threading.Event()
+    beat = threading.Thread(
+        target=_heartbeat, args=(settings, claims, history, stop), name="fleet-heartbeat"
+    )
+    _current.append(link)
+    beat.start()
+    try:
+        yield link
+    finally:
+        stop.set()
+        beat.join()
+        _current.remove(link)
+        try:
+            history.publish_report(report_path(settings.reports, settings.machine_id))
+            history.leave()
+        except FleetUnavailable as exc:
+            log.warning("fleet: could not sign off: %s", exc)
+        store.claims = store.history = None
+        link.close()
+
+
+def _heartbeat(
+    settings: Settings, claims: PgClaims, history: PgHistory, stop: threading.Event
+) -> None:
+    report = report_path(settings.reports, settings.machine_id)
+    sent = 0.0
+    while not stop.wait(settings.fleet.heartbeat_s):
+        try:
+            claims.renew_all(settings.lease_seconds)
+            history.beat()
+            mtime = report.stat().st_mtime if report.exists() else 0.0
+            if mtime > sent:
+                history.publish_report(report)
+                sent = mtime
+        except FleetUnavailable as exc:  # the run finds out on its own next statement
+            log.warning("fleet heartbeat: %s", exc)
