@@ -4,20 +4,60 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.errors import UsageError
 from worker.humanize import duration
 
 
-def status_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
+def status_command(
+    workspace: WorkspaceOpt = Path("."),
+    as_json: JsonOpt = False,
+    fleet: Annotated[
+        bool, typer.Option("--fleet", help="Every machine, from the fleet database.")
+    ] = False,
+) -> None:
     """Show the waiting tasks (what each waits for, since when) and the last run."""
     from worker.waits.service import status
 
-    ui.emit(status(settings_for(workspace)), as_json, _render)
+    settings = settings_for(workspace)
+    if fleet:
+        from worker.fleet.view import fleet_status
+
+        if not settings.fleet.enabled:
+            raise UsageError("--fleet needs [fleet] database_url (or WORKER_FLEET__DATABASE_URL)")
+        ui.emit(fleet_status(settings), as_json, _render_fleet)
+        return
+    ui.emit(status(settings), as_json, _render)
+
+
+def _render_fleet(data: dict[str, Any]) -> None:
+    rows = [
+        {
+            "machine": m["machine"],
+            "running": ", ".join(m["running"]) or "-",
+            "waiting": ", ".join(m["waiting"]) or "-",
+            "last run": _last(m.get("last_run")),
+        }
+        for m in data["machines"]
+    ]
+    if not rows:
+        ui.line(f"no machines in {data['database']} yet")
+        return
+    ui.table(rows, ["machine", "running", "waiting", "last run"], title=data["database"])
+
+
+def _last(run: dict[str, Any] | None) -> str:
+    if not run:
+        return "-"
+    outcome = run["outcome"] or "running"
+    return f"#{run['id']} {outcome} {run['task_id'] or ''} {duration(run['age'])} ago".replace(
+        "  ", " "
+    )
 
 
 def _render(data: dict[str, Any]) -> None:

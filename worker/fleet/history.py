@@ -64,7 +64,11 @@ class PgHistory:
             ),
         )
         if fleet_id is not None and fields.get("task_id"):
-            self._presence(fleet_id, fields.get("task_id"))
+            self.link.run(
+                "UPDATE fleet_runs SET task_id = %s, source = %s WHERE id = %s",
+                (fields["task_id"], fields.get("source"), fleet_id),
+            )
+            self._presence(fleet_id, fields["task_id"])
 
     def beat(self) -> None:
         """This process is alive (the database's clock)."""
