@@ -142,8 +142,10 @@ def test_fleet_shows_every_machine_with_its_task_and_cancel_reaches_it(fleet: Fl
     cancelled = fleet.cli("cancel", running["m3"], "--reason", "not needed")
     assert cancelled.returncode == 0, cancelled.stderr
     wait_for(
-        lambda: fleet.query("SELECT state FROM fleet_claims WHERE machine_id = 'm3'")
-        == [("cancelled",)],
+        lambda: (
+            fleet.query("SELECT state FROM fleet_claims WHERE machine_id = 'm3'")
+            == [("cancelled",)]
+        ),
         "m3 to obey the cancel order",
     )
     consumed = fleet.query("SELECT consumed_by FROM fleet_orders")
