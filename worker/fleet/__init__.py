@@ -16,8 +16,12 @@ if TYPE_CHECKING:
 
 def fleet_session(settings: Settings, store: Store) -> AbstractContextManager[Any]:
     """The fleet run around a run's store (see worker.fleet.session); nothing without one."""
-    if not settings.fleet.enabled:
-        return nullcontext()
-    from worker.fleet.session import attach  # the one lazy import: psycopg only for fleets
+    if settings.fleet.enabled:
+        from worker.fleet.session import attach  # the one lazy import: psycopg only for fleets
 
-    return attach(settings, store)
+        return attach(settings, store)
+    if settings.fleet.synced_inbox:
+        from worker.fleet.markers import attach_markers
+
+        return attach_markers(settings, store)
+    return nullcontext()

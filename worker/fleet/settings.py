@@ -27,6 +27,10 @@ class FleetSettings(BaseModel):
     database_url: str | None = None
     connect_timeout_s: int = Field(5, ge=1, le=120)
     heartbeat_s: float = Field(15.0, gt=0)  # renew leases and publish the status this often
+    # No database, an inbox folder synced between machines: claim markers and a settle window
+    # (worker.fleet.markers). Ignored when database_url is set.
+    synced_inbox: bool = False
+    settle_s: float = Field(30.0, ge=0)  # longer than the sync's usual delay
 
     @field_validator("database_url")
     @classmethod
