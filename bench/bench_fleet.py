@@ -86,6 +86,7 @@ def race(kind: str, target: str, tasks: int) -> dict[str, object]:
 
 def idle_runs(url: str, repeat: int) -> dict[str, object]:
     from worker.config import load_settings
+    from worker.fleet.session import close_parked
     from worker.runner import RunOptions, run_once
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
@@ -94,30 +95,38 @@ def idle_runs(url: str, repeat: int) -> dict[str, object]:
         ws = Path(tmp)
         (ws / "inbox").mkdir()
 
-        def in_process(fleet: bool) -> float:
-            overrides = {"fleet": {"database_url": url}} if fleet else {}
-            settings = load_settings(ws, env=env, **overrides)
-            samples = []
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                run_once(settings, RunOptions())
-                samples.append(time.perf_counter() - t0)
-            return statistics.median(samples[1:] or samples)  # the first one warms caches
+        def in_process() -> tuple[float, float, float]:
+            """SQLite, fleet (kept connection) and fleet (new connection) runs, interleaved so
+            that the load of the moment weighs on the three alike; their medians."""
+            plain = load_settings(ws, env=env)
+            fleet = load_settings(ws, env=env, fleet={"database_url": url})
+            samples: tuple[list[float], list[float], list[float]] = ([], [], [])
+            for n in range(repeat + 1):
+                for kind, settings in enumerate((plain, fleet, fleet)):
+                    if kind == 2:
+                        close_parked()  # as a `worker run` from cron: a new connection
+                    t0 = time.perf_counter()
+                    run_once(settings, RunOptions())
+                    if n:  # the first round warms caches
+                        samples[kind].append(time.perf_counter() - t0)
+            close_parked()
+            sqlite_s, kept_s, fresh_s = (statistics.median(s) for s in samples)
+            return sqlite_s, kept_s, fresh_s
 
-        def process(fleet: bool) -> float:
-            run_env = {**env, **({"WORKER_FLEET__DATABASE_URL": url} if fleet else {})}
-            samples = []
-            for _ in range(max(3, repeat // 4)):
-                t0 = time.perf_counter()
-                subprocess.run(
-                    [sys.executable, "-m", "worker", "run", "--workspace", str(ws)],
-                    env=run_env, capture_output=True, check=True,
-                )  # fmt: skip
-                samples.append(time.perf_counter() - t0)
-            return statistics.median(samples)
+        def process() -> tuple[float, float]:
+            """Whole `worker run` processes, without and with the fleet, interleaved."""
+            argv = [sys.executable, "-m", "worker", "run", "--workspace", str(ws)]
+            envs = (env, {**env, "WORKER_FLEET__DATABASE_URL": url})
+            samples: tuple[list[float], list[float]] = ([], [])
+            for _ in range(max(5, repeat // 3)):
+                for kind, run_env in enumerate(envs):
+                    t0 = time.perf_counter()
+                    subprocess.run(argv, env=run_env, capture_output=True, check=True)
+                    samples[kind].append(time.perf_counter() - t0)
+            return statistics.median(samples[0]), statistics.median(samples[1])
 
-        sqlite_s, fleet_s = in_process(False), in_process(True)
-        sqlite_p, fleet_p = process(False), process(True)
+        sqlite_s, fleet_s, fresh_s = in_process()
+        sqlite_p, fleet_p = process()
     overhead_ms = (fleet_s - sqlite_s) * 1000
     return {
         "in_process_sqlite_s": round(sqlite_s, 4),
@@ -125,11 +134,26 @@ def idle_runs(url: str, repeat: int) -> dict[str, object]:
         "round_trip_overhead_ms": round(overhead_ms, 2),
         "goal_overhead_ms": 20,
         "meets_goal": overhead_ms <= 20,
+        "with_new_connection_overhead_ms": round((fresh_s - sqlite_s) * 1000, 2),
+        "connect_ms": round(connect_ms(url, repeat), 2),
         "process_sqlite_s": round(sqlite_p, 4),
         "process_fleet_s": round(fleet_p, 4),
         "process_overhead_ms": round((fleet_p - sqlite_p) * 1000, 1),
-        "note": "the process figure adds psycopg's import, paid only by fleet runs",
+        "note": "round trips over the connection a `worker serve` keeps between runs; a"
+        " `worker run` also pays a new connection (connect_ms) and psycopg's import",
     }
+
+
+def connect_ms(url: str, repeat: int) -> float:
+    """A new connection with the URL's login (a password: SCRAM-SHA-256, two round trips)."""
+    import psycopg
+
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        psycopg.connect(url).close()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples) * 1000
 
 
 @contextlib.contextmanager
@@ -175,7 +199,8 @@ def main() -> None:
                 "postgresql": pg,
                 "sqlite_one_host": sqlite,
                 "ratio_pg_to_sqlite": round(
-                    float(pg["claims_per_s"]) / float(sqlite["claims_per_s"]), 2  # type: ignore[arg-type]
+                    float(pg["claims_per_s"]) / float(sqlite["claims_per_s"]),
+                    2,  # type: ignore[arg-type]
                 ),
             },
             "idle_run": idle_runs(url, args.repeat),

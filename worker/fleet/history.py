@@ -15,6 +15,11 @@ from typing import Any
 from worker.fleet.link import Link
 
 _RUN_COLUMNS = ("task_id", "source", "outcome", "reason")
+_PRESENCE = (
+    "INSERT INTO fleet_machines(machine_id, host, pid, run_id, task_id)"
+    " VALUES (%s, %s, %s, {run}, %s) ON CONFLICT (machine_id, host, pid) DO UPDATE"
+    " SET run_id = excluded.run_id, task_id = excluded.task_id, last_seen = now()"
+)
 
 
 class PgHistory:
@@ -29,25 +34,26 @@ class PgHistory:
 
     def run_started(self, run_id: int, machine_id: str, pid: int) -> None:
         rows = self.link.run(
-            "INSERT INTO fleet_runs(machine_id, local_run_id, pid) VALUES (%s, %s, %s)"
-            " RETURNING id",
-            (machine_id, run_id, pid),
+            "WITH run AS (INSERT INTO fleet_runs(machine_id, local_run_id, pid)"
+            " VALUES (%s, %s, %s) RETURNING id)"
+            f" {_PRESENCE.format(run='(SELECT id FROM run)')} RETURNING run_id",
+            (machine_id, run_id, pid, self.machine_id, self.host, self.pid, None),
         )
-        self._fleet_ids[run_id] = int(rows[0]["id"])
-        self._presence(self._fleet_ids[run_id], None)
+        self._fleet_ids[run_id] = int(rows[0]["run_id"])
 
     def run_finished(self, run_id: int, fields: dict[str, Any]) -> None:
+        """The run's outcome (its presence ends with the process: `leave`)."""
         fleet_id = self._fleet_ids.get(run_id)
         if fleet_id is None:
             return
         known = {key: fields.get(key) for key in _RUN_COLUMNS}
         rest = {key: value for key, value in fields.items() if key not in _RUN_COLUMNS}
         self.link.run(
-            "UPDATE fleet_runs SET ended_at = now(), task_id = %s, source = %s, outcome = %s,"
-            " reason = %s, fields = %s WHERE id = %s",
+            "UPDATE fleet_runs SET ended_at = now(), task_id = COALESCE(%s, task_id),"
+            " source = COALESCE(%s, source), outcome = %s, reason = %s, fields = %s"
+            " WHERE id = %s",
             (*known.values(), json.dumps(rest, default=str), fleet_id),
         )
-        self._presence(None, None)
 
     def decision(self, run_id: int | None, fields: dict[str, Any]) -> None:
         fleet_id = self._fleet_ids.get(run_id) if run_id is not None else None
@@ -100,8 +106,6 @@ class PgHistory:
 
     def _presence(self, fleet_run_id: int | None, task_id: str | None) -> None:
         self.link.run(
-            "INSERT INTO fleet_machines(machine_id, host, pid, run_id, task_id)"
-            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (machine_id, host, pid) DO UPDATE"
-            " SET run_id = excluded.run_id, task_id = excluded.task_id, last_seen = now()",
+            _PRESENCE.format(run="%s"),
             (self.machine_id, self.host, self.pid, fleet_run_id, task_id),
         )

@@ -7,6 +7,7 @@ copies this machine's status report into the database when the supervisor has wr
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -24,6 +25,9 @@ from worker.supervision.reports import report_path
 log = logging.getLogger(__name__)
 
 _current: list[Link] = []  # the link of the fleet run in this process, if one is under way
+# A connection kept between the runs of one process (`worker serve`): a password login costs
+# more than all of an idle run's statements, and a fleet's database more than its queries.
+_parked: dict[str, Link] = {}
 
 
 def current_link() -> Link | None:
@@ -34,7 +38,7 @@ def current_link() -> Link | None:
 def attach(settings: Settings, store: Store) -> Iterator[Link]:
     """Connect (FleetUnavailable, exit 75, before anything is claimed), route the store's
     claims and history to the fleet database, beat until the run ends."""
-    link = Link(settings.fleet)
+    link = _parked.pop(settings.fleet.database_url or "", None) or Link(settings.fleet)
     pid = os.getpid()
     claims = PgClaims(link, settings.machine_id, pid)
     history = PgHistory(link, settings.machine_id, pid)
@@ -57,7 +61,7 @@ def attach(settings: Settings, store: Store) -> Iterator[Link]:
         except FleetUnavailable as exc:
             log.warning("fleet: could not sign off: %s", exc)
         store.claims = store.history = None
-        link.close()
+        _park(settings, link)
 
 
 def _heartbeat(
@@ -75,3 +79,19 @@ def _heartbeat(
                 sent = mtime
         except FleetUnavailable as exc:  # the run finds out on its own next statement
             log.warning("fleet heartbeat: %s", exc)
+
+
+def _park(settings: Settings, link: Link) -> None:
+    old = _parked.pop(settings.fleet.database_url or "", None)
+    if old is not None:
+        old.close()
+    _parked[settings.fleet.database_url or ""] = link
+
+
+def close_parked() -> None:
+    """Close the connections kept for a next run (at exit, or when a test is done)."""
+    while _parked:
+        _parked.popitem()[1].close()
+
+
+atexit.register(close_parked)
