@@ -215,3 +215,31 @@ def test_a_non_postgres_url_is_a_configuration_error_without_its_password(
     assert result.returncode == ExitCode.CONFIG
     assert "fleet.database_url" in result.stderr and "is not a postgresql:// URL" in result.stderr
     assert "topsecret" not in result.stderr
+
+
+def test_an_order_for_one_task_is_consumed_once_and_one_for_all_by_every_machine(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """`worker cancel TASK` is obeyed by the machine that has the task; `worker cancel '*'`
+    by every machine, each acknowledging it for itself."""
+    from worker.config import load_settings
+    from worker.fleet.orders import FleetOrders, send_order
+    from worker.kernel.control import consume
+    from worker.kernel.model import Order
+
+    def machine(name: str) -> FleetOrders:
+        settings = load_settings(tmp_path, env={}, machine_id=name, fleet={"database_url": pg_url})
+        return FleetOrders(settings, _link(pg_url))
+
+    m1, m2 = machine("m1"), machine("m2")
+    send_order(m1.settings, "msg-1", Order.CANCEL, "not needed")
+    send_order(m1.settings, "*", Order.STOP, "maintenance")
+    seen = m1.orders()
+    assert [(o.task_id, o.order, o.origin) for o in seen] == [
+        ("msg-1", Order.CANCEL, "fleet"),
+        ("*", Order.STOP, "fleet"),
+    ]
+    for order in seen:
+        consume(order, "obeyed")
+    assert m1.orders() == []
+    assert [o.task_id for o in m2.orders()] == ["*"]

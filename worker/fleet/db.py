@@ -95,6 +95,13 @@ def _v1(conn: Conn) -> None:
             outcome TEXT
         );
         CREATE INDEX fleet_orders_open ON fleet_orders (created_at) WHERE consumed_at IS NULL;
+        CREATE TABLE fleet_order_acks (
+            order_id TEXT NOT NULL REFERENCES fleet_orders(id),
+            machine_id TEXT NOT NULL,
+            at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            outcome TEXT,
+            PRIMARY KEY (order_id, machine_id)
+        );
         """
     )
 

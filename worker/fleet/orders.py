@@ -2,7 +2,8 @@
 poll (a ControlHook), consumed by the machine that obeys them.
 
 An order for a task that no machine has is left for the task to show up, and consumed as
-expired after the kernel's control TTL, as the other order channels are.
+expired after the kernel's control TTL, as the other order channels are. An order for every
+task (`*`) is for every machine: each machine acknowledges it for itself.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from worker.config import Settings
 from worker.fleet.link import Link
 from worker.fleet.session import current_link
 from worker.kernel.control import register_hook
-from worker.kernel.model import ControlOrder, Order
+from worker.kernel.model import ALL_TASKS, ControlOrder, Order
 
 ORIGIN = "fleet"
 
@@ -32,7 +33,10 @@ class FleetOrders:
         rows = self.link.run(
             "SELECT id, action, task_id, reason, sender,"
             " EXTRACT(EPOCH FROM created_at)::float8 AS at"
-            " FROM fleet_orders WHERE consumed_at IS NULL ORDER BY created_at, id"
+            " FROM fleet_orders o WHERE consumed_at IS NULL AND NOT EXISTS (SELECT 1"
+            "  FROM fleet_order_acks a WHERE a.order_id = o.id AND a.machine_id = %s)"
+            " ORDER BY created_at, id",
+            (self.settings.machine_id,),
         )
         found = []
         for row in rows:
@@ -50,16 +54,24 @@ class FleetOrders:
                     row["sender"],
                     row["at"],
                     True,
-                    (self, row["id"]),
+                    (self, (row["id"], row["task_id"])),
                 )
             )
         return found
 
     def consume(self, handle: Any, outcome: str) -> None:
+        order_id, task_id = handle
+        if task_id == ALL_TASKS:
+            self.link.run(
+                "INSERT INTO fleet_order_acks(order_id, machine_id, outcome) VALUES (%s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                (order_id, self.settings.machine_id, outcome[:1000]),
+            )
+            return
         self.link.run(
             "UPDATE fleet_orders SET consumed_at = now(), consumed_by = %s, outcome = %s"
             " WHERE id = %s AND consumed_at IS NULL",
-            (self.settings.machine_id, outcome[:1000], str(handle)),
+            (self.settings.machine_id, outcome[:1000], order_id),
         )
 
     def write(self, task_id: str, order: Order, reason: str, sender: str) -> str:
