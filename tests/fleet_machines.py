@@ -140,7 +140,7 @@ class Fleet:
             return list(conn.execute(sql, params).fetchall())
 
 
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 600.0) -> None:
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 180.0) -> None:
     """Poll until `check()` holds; the timeout only ends a hung test, it measures nothing."""
     deadline = time.monotonic() + timeout
     while not check():

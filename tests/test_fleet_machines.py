@@ -31,7 +31,7 @@ def test_three_machines_times_four_runs_take_500_messages_exactly_once(fleet: Fl
     for name in MACHINES:
         for slot in range(4):
             fleet.serve(fleet.add(name, slot))
-    wait_for(lambda: fleet.done() == 500, "500 messages done")
+    wait_for(lambda: fleet.done() == 500, "500 messages done", timeout=1200)
     outputs = fleet.stop_all()
 
     runs = fleet.agent_runs()
@@ -66,7 +66,10 @@ def test_a_task_whose_run_is_killed_comes_back_on_another_machine_after_the_leas
         "m1 to claim the message",
     )
     wait_for(
-        lambda: fleet.query("SELECT detail->'agent_pgid' FROM fleet_claims") != [(None,)],
+        lambda: (
+            m1.log.exists()  # the fake agent has logged its call: it is under way
+            and fleet.query("SELECT detail->'agent_pgid' FROM fleet_claims") != [(None,)]
+        ),
         "m1's agent to start",
     )
     [(agent_group,)] = fleet.query("SELECT (detail->>'agent_pgid')::int FROM fleet_claims")
