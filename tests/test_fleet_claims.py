@@ -243,3 +243,33 @@ def test_an_order_for_one_task_is_consumed_once_and_one_for_all_by_every_machine
         consume(order, "obeyed")
     assert m1.orders() == []
     assert [o.task_id for o in m2.orders()] == ["*"]
+
+
+def test_an_expired_inbox_claim_is_brought_back_only_where_its_message_is(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Machines sharing a database may keep inboxes of their own: m2 leaves m1's expired
+    message alone (its lease stays for m1), and m1's next run brings it back."""
+    from tests.conftest import write_message
+    from worker.config import load_settings
+    from worker.sources.inbox import InboxSource
+
+    sources = []
+    for name in ("m1", "m2"):
+        ws = tmp_path / name
+        (ws / "inbox").mkdir(parents=True)
+        store = Store(ws / "state.db")
+        store.claims = PgClaims(_link(pg_url), name, 1)
+        settings = load_settings(ws, env={}, machine_id=name, lease_seconds=1)
+        sources.append(InboxSource(settings, store))
+    write_message(tmp_path / "m1", "msg-1", to="m1")
+    m1, m2 = sources
+    [task] = m1.list().tasks
+    assert m1.claim(task, 1)
+    time.sleep(1.3)
+    assert m2.recover_expired() == []
+    assert m1.recover_expired() == ["msg-1"]
+    assert (tmp_path / "m1" / "inbox" / "msg-1.json").exists()
+    for source in sources:
+        assert source.store is not None
+        source.store.close()

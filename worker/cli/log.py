@@ -29,7 +29,8 @@ def log_command(
 
     settings = settings_for(workspace)
     if fleet:
-        return _fleet_log(settings, limit, as_json)
+        _fleet_log(settings, limit, as_json)
+        return
     if not settings.db_path.exists():
         runs, decisions = [], []
     else:

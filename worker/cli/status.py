@@ -54,10 +54,8 @@ def _render_fleet(data: dict[str, Any]) -> None:
 def _last(run: dict[str, Any] | None) -> str:
     if not run:
         return "-"
-    outcome = run["outcome"] or "running"
-    return f"#{run['id']} {outcome} {run['task_id'] or ''} {duration(run['age'])} ago".replace(
-        "  ", " "
-    )
+    parts = [f"#{run['id']}", run["outcome"] or "running", run["task_id"]]
+    return " ".join(part for part in parts if part) + f", {duration(run['age'])} ago"
 
 
 def _render(data: dict[str, Any]) -> None:

@@ -150,10 +150,14 @@ class InboxSource:
             return []
         recovered = []
         for claim in self.store.expired_claims():
-            # Marked expired first: of the runs sharing the inbox, only one brings it back.
-            if claim["source"] != self.name or not self.store.expire_claim(claim["task_id"]):
-                continue
             name = json.loads(claim["detail"]).get("file", f"{claim['task_id']}.json")
+            # A fleet's claims are shared, its inboxes may not be: only a run that has the
+            # message in its claimed/ brings it back, and of those only the one that marks
+            # the lease expired first.
+            if claim["source"] != self.name or not (self.claimed / name).exists():
+                continue
+            if not self.store.expire_claim(claim["task_id"]):
+                continue
             with contextlib.suppress(FileNotFoundError):
                 os.replace(self.claimed / name, self.root / name)
             recovered.append(claim["task_id"])
