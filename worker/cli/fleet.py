@@ -62,7 +62,7 @@ def _render(data: dict[str, Any]) -> None:
             }
         )
     if not rows:
-        ui.line(f"no machines reported to {data['folder']}")
+        ui.line(f"no status reports in {data['folder']}")
         return
     ui.table(
         rows,
