@@ -273,3 +273,14 @@ def test_an_expired_inbox_claim_is_brought_back_only_where_its_message_is(
     for source in sources:
         assert source.store is not None
         source.store.close()
+
+
+def test_the_fleet_order_hook_stays_silent_for_a_workspace_without_a_fleet(
+    tmp_path: Path,
+) -> None:
+    """The hook is registered for the whole process once a fleet run happened in it; a run
+    of a workspace with no database must not try to connect to one."""
+    from worker.config import load_settings
+    from worker.fleet.orders import FleetOrders
+
+    assert FleetOrders(load_settings(tmp_path, env={})).orders() == []

@@ -27,10 +27,21 @@ class FleetOrders:
 
     def __init__(self, settings: Settings, link: Link | None = None) -> None:
         self.settings = settings
-        self.link = link or current_link() or Link(settings.fleet, retry_s=5.0)
+        self.link = link or current_link()  # the run's connection, when in a run
+
+    def _run(self, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+        if self.link is not None:
+            return self.link.run(sql, params)
+        link = Link(self.settings.fleet, retry_s=5.0)
+        try:
+            return link.run(sql, params)
+        finally:
+            link.close()
 
     def orders(self) -> list[ControlOrder]:
-        rows = self.link.run(
+        if not self.settings.fleet.enabled:
+            return []  # registered by a fleet run of this process; these settings have none
+        rows = self._run(
             "SELECT id, action, task_id, reason, sender,"
             " EXTRACT(EPOCH FROM created_at)::float8 AS at"
             " FROM fleet_orders o WHERE consumed_at IS NULL AND NOT EXISTS (SELECT 1"
@@ -62,13 +73,13 @@ class FleetOrders:
     def consume(self, handle: Any, outcome: str) -> None:
         order_id, task_id = handle
         if task_id == ALL_TASKS:
-            self.link.run(
+            self._run(
                 "INSERT INTO fleet_order_acks(order_id, machine_id, outcome) VALUES (%s, %s, %s)"
                 " ON CONFLICT DO NOTHING",
                 (order_id, self.settings.machine_id, outcome[:1000]),
             )
             return
-        self.link.run(
+        self._run(
             "UPDATE fleet_orders SET consumed_at = now(), consumed_by = %s, outcome = %s"
             " WHERE id = %s AND consumed_at IS NULL",
             (self.settings.machine_id, outcome[:1000], order_id),
@@ -76,7 +87,7 @@ class FleetOrders:
 
     def write(self, task_id: str, order: Order, reason: str, sender: str) -> str:
         order_id = f"fleet-{uuid.uuid4().hex[:12]}"
-        self.link.run(
+        self._run(
             "INSERT INTO fleet_orders(id, action, task_id, reason, sender)"
             " VALUES (%s, %s, %s, %s, %s)",
             (order_id, order.value, task_id, reason, sender or os.environ.get("USER", "cli")),
@@ -86,11 +97,7 @@ class FleetOrders:
 
 def send_order(settings: Settings, task_id: str, order: Order, reason: str = "") -> str:
     """Write an order every machine's control poll reads (`worker cancel` with a fleet)."""
-    link = Link(settings.fleet, retry_s=5.0)
-    try:
-        return FleetOrders(settings, link).write(task_id, order, reason, "")
-    finally:
-        link.close()
+    return FleetOrders(settings).write(task_id, order, reason, "")
 
 
 register_hook(FleetOrders)
