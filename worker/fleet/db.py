@@ -76,7 +76,7 @@ def _v1(conn: Conn) -> None:
             task_id TEXT,
             first_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
             last_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
-            PRIMARY KEY (machine_id, host, pid)
+            PRIMARY KEY (machine_id, host)
         );
         CREATE TABLE fleet_reports (
             machine_id TEXT PRIMARY KEY,

@@ -1,8 +1,9 @@
 """Runs, decisions, heartbeats and status reports of every machine, in the fleet database.
 
 The SQLite store stays each machine's own record; this is the copy every machine can read
-(`worker fleet`, `worker log --fleet`, `worker status --fleet`). A process is present in
-`fleet_machines` while it runs, and its heartbeat (`now()` of the database) says it is alive.
+(`worker fleet`, `worker log --fleet`, `worker status --fleet`). `fleet_machines` has one
+row per machine id and host: when it was last heard of (`now()` of the database: its runs
+and heartbeats) and what it last ran.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from worker.fleet.link import Link
 _RUN_COLUMNS = ("task_id", "source", "outcome", "reason")
 _PRESENCE = (
     "INSERT INTO fleet_machines(machine_id, host, pid, run_id, task_id)"
-    " VALUES (%s, %s, %s, {run}, %s) ON CONFLICT (machine_id, host, pid) DO UPDATE"
-    " SET run_id = excluded.run_id, task_id = excluded.task_id, last_seen = now()"
+    " VALUES (%s, %s, %s, {run}, %s) ON CONFLICT (machine_id, host) DO UPDATE"
+    " SET pid = excluded.pid, run_id = excluded.run_id, task_id = excluded.task_id,"
+    " last_seen = now()"
 )
 
 
@@ -42,17 +44,18 @@ class PgHistory:
         self._fleet_ids[run_id] = int(rows[0]["run_id"])
 
     def run_finished(self, run_id: int, fields: dict[str, Any]) -> None:
-        """The run's outcome (its presence ends with the process: `leave`)."""
         fleet_id = self._fleet_ids.get(run_id)
         if fleet_id is None:
             return
         known = {key: fields.get(key) for key in _RUN_COLUMNS}
         rest = {key: value for key, value in fields.items() if key not in _RUN_COLUMNS}
         self.link.run(
-            "UPDATE fleet_runs SET ended_at = now(), task_id = COALESCE(%s, task_id),"
-            " source = COALESCE(%s, source), outcome = %s, reason = %s, fields = %s"
-            " WHERE id = %s",
-            (*known.values(), json.dumps(rest, default=str), fleet_id),
+            "WITH run AS (UPDATE fleet_runs SET ended_at = now(),"
+            " task_id = COALESCE(%s, task_id), source = COALESCE(%s, source), outcome = %s,"
+            " reason = %s, fields = %s WHERE id = %s RETURNING id)"
+            " UPDATE fleet_machines SET last_seen = now() FROM run"
+            " WHERE machine_id = %s AND host = %s",
+            (*known.values(), json.dumps(rest, default=str), fleet_id, self.machine_id, self.host),
         )
 
     def decision(self, run_id: int | None, fields: dict[str, Any]) -> None:
@@ -79,9 +82,8 @@ class PgHistory:
     def beat(self) -> None:
         """This process is alive (the database's clock)."""
         self.link.run(
-            "UPDATE fleet_machines SET last_seen = now()"
-            " WHERE machine_id = %s AND host = %s AND pid = %s",
-            (self.machine_id, self.host, self.pid),
+            "UPDATE fleet_machines SET last_seen = now() WHERE machine_id = %s AND host = %s",
+            (self.machine_id, self.host),
         )
 
     def publish_report(self, path: Path) -> None:
@@ -95,13 +97,6 @@ class PgHistory:
             " ON CONFLICT (machine_id) DO UPDATE SET report = excluded.report,"
             " updated_at = now()",
             (self.machine_id, json.dumps(report)),
-        )
-
-    def leave(self) -> None:
-        """The process ends: it is no longer present (its runs stay in the history)."""
-        self.link.run(
-            "DELETE FROM fleet_machines WHERE machine_id = %s AND host = %s AND pid = %s",
-            (self.machine_id, self.host, self.pid),
         )
 
     def _presence(self, fleet_run_id: int | None, task_id: str | None) -> None:

@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from worker.config import Settings
 from worker.fleet.claims import PgClaims
@@ -28,6 +29,7 @@ _current: list[Link] = []  # the link of the fleet run in this process, if one i
 # A connection kept between the runs of one process (`worker serve`): a password login costs
 # more than all of an idle run's statements, and a fleet's database more than its queries.
 _parked: dict[str, Link] = {}
+_published: dict[Path, float] = {}  # status report -> the mtime of the version last sent
 
 
 def current_link() -> Link | None:
@@ -56,10 +58,9 @@ def attach(settings: Settings, store: Store) -> Iterator[Link]:
         beat.join()
         _current.remove(link)
         try:
-            history.publish_report(report_path(settings.reports, settings.machine_id))
-            history.leave()
+            _publish(history, report_path(settings.reports, settings.machine_id))
         except FleetUnavailable as exc:
-            log.warning("fleet: could not sign off: %s", exc)
+            log.warning("fleet: could not publish the status report: %s", exc)
         store.claims = store.history = None
         _park(settings, link)
 
@@ -68,17 +69,24 @@ def _heartbeat(
     settings: Settings, claims: PgClaims, history: PgHistory, stop: threading.Event
 ) -> None:
     report = report_path(settings.reports, settings.machine_id)
-    sent = 0.0
     while not stop.wait(settings.fleet.heartbeat_s):
         try:
             claims.renew_all(settings.lease_seconds)
             history.beat()
-            mtime = report.stat().st_mtime if report.exists() else 0.0
-            if mtime > sent:
-                history.publish_report(report)
-                sent = mtime
+            _publish(history, report)
         except Exception as exc:  # a beat never ends the run; the run sees an outage itself
             log.warning("fleet heartbeat: %s", exc)
+
+
+def _publish(history: PgHistory, report: Path) -> None:
+    """Send the status report when the supervisor has written a new one since the last send."""
+    try:
+        mtime = report.stat().st_mtime
+    except OSError:
+        return  # no report yet
+    if _published.get(report, 0.0) < mtime:
+        history.publish_report(report)
+        _published[report] = mtime
 
 
 def _park(settings: Settings, link: Link) -> None:
