@@ -2,8 +2,9 @@
 
 Every statement goes through `Link.run`: when the connection is lost (the server restarted,
 the network blinked), it reconnects and runs the statement again, for up to `retry_s`
-seconds, then raises FleetUnavailable. Statements sent through it must be safe to repeat:
-the claim statement is (a repeated claim by the same run finds its own lease).
+seconds, then raises FleetUnavailable. A statement whose reply was lost is sent again: a
+repeated claim by the same run finds its own lease and succeeds; the worst a repeated history
+insert does is leave one extra row.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ log = logging.getLogger(__name__)
 
 
 class Link:
+    """A connection shared by a run and its heartbeat thread, one statement at a time."""
+
     def __init__(self, settings: FleetSettings, retry_s: float = 60.0) -> None:
         self.settings = settings
         self.retry_s = retry_s
