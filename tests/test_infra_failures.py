@@ -315,3 +315,18 @@ def test_a_bad_key_said_in_plain_text_is_an_authentication_failure(
     assert report.reason.startswith(
         "Claude Code could not authenticate: Invalid API key · Please run /login."
     )
+
+
+def test_a_cli_error_repeating_across_sessions_is_the_infrastructures_failure(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """An error result the adapter cannot classify, the same in three sessions in a row (the
+    supervisor's `cli_error` finding): the task waits for the API instead of failing."""
+    fake_claude.answers({"is_error": True, "text": "API Error: Connection error (socket hang up)"})
+    write_message(workspace, "msg-1")
+    report = run(workspace)
+    assert report.outcome.value == "waiting", report.reason
+    assert "AGENT_API_UNAVAILABLE" in report.reason_codes
+    assert "failed the same way in 3 sessions" in report.reason
+    assert "socket hang up" in report.reason
+    assert len(fake_claude.task_calls) == 3

@@ -191,6 +191,9 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         result.final_text = agent.final_text
         ctx.renew()
 
+        # A CLI error the adapter did not classify, repeating across sessions (the supervisor's
+        # `cli_error` finding), is the infrastructure's failure too.
+        agent.infra = agent.infra or ctx.supervisor.infra_failure()
         if agent.infra is not None:
             # Not the task's failure: released as it was, or a timed wait (worker/infra.py).
             # An answer the model never read is kept for the retry (the first one, if the
