@@ -32,8 +32,8 @@ def fleet_view(settings: Settings, stale_after_s: float) -> FleetView:
             f"SELECT machine_id, MIN({_AGE.format('last_seen')}) AS age FROM fleet_machines"
             " GROUP BY machine_id"
             f" UNION ALL SELECT machine_id, MIN({_AGE.format('COALESCE(ended_at, started_at)')})"
-            " FROM fleet_runs GROUP BY machine_id"
-        )
+            " FROM fleet_runs WHERE started_at > now() - interval '7 days' GROUP BY machine_id"
+        )  # the runs of the last week (by their index); older machines by their presence row
     finally:
         link.close()
     view = FleetView(folder=settings.fleet.shown_url(), stale_after_s=stale_after_s)
