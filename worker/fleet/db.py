@@ -43,7 +43,8 @@ def _v1(conn: Conn) -> None:
             state TEXT NOT NULL,
             detail JSONB NOT NULL DEFAULT '{}'
         );
-        CREATE INDEX fleet_claims_active ON fleet_claims (lease_until) WHERE state = 'active';
+        CREATE INDEX fleet_claims_live ON fleet_claims (lease_until)
+            WHERE state IN ('active', 'waiting');
         CREATE TABLE fleet_runs (
             id BIGSERIAL PRIMARY KEY,
             machine_id TEXT NOT NULL,

@@ -106,7 +106,8 @@ def fleet_status(settings: Settings) -> dict[str, Any]:
         )
         last = link.run(
             "SELECT DISTINCT ON (machine_id) machine_id, id, task_id, outcome,"
-            f" {_AGE.format('started_at')} AS age FROM fleet_runs ORDER BY machine_id, id DESC"
+            f" {_AGE.format('started_at')} AS age FROM fleet_runs"
+            " WHERE started_at > now() - interval '7 days' ORDER BY machine_id, id DESC"
         )
     finally:
         link.close()
