@@ -124,6 +124,7 @@ def connect(settings: FleetSettings) -> Conn:
             row_factory=dict_row,
             connect_timeout=settings.connect_timeout_s,
             application_name="worker",
+            prepare_threshold=None,  # no server-side prepared statements: PgBouncer-safe
         )
     except psycopg.Error as exc:
         raise unavailable(settings, exc) from None  # the original may quote the URL
