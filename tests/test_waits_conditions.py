@@ -159,7 +159,7 @@ def test_expired_waits_are_reported_and_moved_aside(settings: Settings) -> None:
     assert result.expired == ["msg-e"] and result.pending == 1
     assert (settings.wait_states / "expired" / "msg-e.json").exists()
     assert not (settings.wait_states / "msg-e.json").exists()
-    reply = json.loads((settings.inbox / "msg-e-expired-reply.json").read_text())
+    reply = json.loads((settings.inbox / "outbox" / "msg-e-expired-reply.json").read_text())
     assert reply["to"] == "alice" and "Outcome: expired" in reply["body"]
     assert "WAIT_EXPIRED" in log_codes(settings, "msg-e")
 

@@ -290,6 +290,27 @@ class Store:
         row = self.db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
         return dict(row) if row else None
 
+    def recover_claim(
+        self, task_id: str, give_back: Callable[[dict[str, Any]], None], now: float | None = None
+    ) -> bool:
+        """Return an expired claim in one step: `give_back(claim)` puts the task back where it
+        came from (the inbox moves its file out of `claimed/`), and the claim is released in
+        the same write transaction. The task is given back before the release commits, so no
+        state leaves a claim released while its file stays in `claimed/`; a crash in between
+        leaves the claim expired, and the next recovery gives back again (idempotent). False
+        when the claim is live (renewed, or taken again) or already released."""
+        now = time.time() if now is None else now
+        with self.transaction() as db:
+            row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
+            if row is None or row["state"] != "active" or row["lease_until"] > now:
+                return False
+            give_back(dict(row))
+            db.execute(
+                "UPDATE claims SET state = 'expired', lease_until = ? WHERE task_id = ?",
+                (now, task_id),
+            )
+            return True
+
     def expired_claims(self, now: float | None = None) -> list[dict[str, Any]]:
         now = time.time() if now is None else now
         rows = self.db.execute(

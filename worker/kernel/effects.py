@@ -16,7 +16,7 @@ from worker.kernel import control, db, staleness
 from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, ReplySignal, StaleItem
 from worker.models import Outcome, Task, TaskResult
 from worker.sources.base import TaskSource
-from worker.sources.message import Message
+from worker.sources.message import Message, outbox
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def _apply(
         item: StaleItem = action.ref
         if item.kind == "worktree":
             return staleness.clean_worktree(settings, item.ref)
-        return staleness.clean_claim(store, item.id)
+        return staleness.clean_claim(settings, store, item.id)
     if act in (Act.NOTE_REPLY, Act.CLARIFY):
         reply: ReplySignal = action.ref
         if act is Act.CLARIFY:
@@ -155,4 +155,4 @@ def ask_clarification(settings: Settings, reply: ReplySignal) -> None:
             "thread_id": reply.task_id,
         }
     )
-    atomic_write_text(settings.inbox / f"{message.id}.json", message.dump())
+    atomic_write_text(outbox(settings.inbox) / f"{message.id}.json", message.dump())

@@ -112,6 +112,12 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
     return entries
 
 
+def outbox(inbox: Path) -> Path:
+    """Where worker's own messages to senders go: never the listed folder, so a reply is not
+    parsed again on every run."""
+    return inbox / "outbox"
+
+
 def write_message(folder: Path, data: dict[str, Any]) -> Path:
     """Validate and write one message file (used by the intercom and tests)."""
     message = Message.model_validate(data)
