@@ -1,10 +1,11 @@
-"""`worker status`: at a glance, the waiting tasks and the last run."""
+"""`worker status`: at a glance, the waiting tasks, the claims, the files set aside, the last
+run; `--check` also checks the database."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -12,12 +13,22 @@ from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.humanize import duration
 
+CheckOpt = Annotated[
+    bool, typer.Option("--check", help="Also run SQLite's integrity check on the database.")
+]
 
-def status_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
-    """Show the waiting tasks (what each waits for, since when) and the last run."""
-    from worker.waits.service import status
 
-    ui.emit(status(settings_for(workspace)), as_json, _render)
+def status_command(
+    workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False, check: CheckOpt = False
+) -> None:
+    """Show the waiting tasks (what each waits for, since when), the claims and their leases,
+    the files set aside in rejected/, and the last run."""
+    from worker.integrity import status
+
+    data = status(settings_for(workspace), check=check)
+    ui.emit(data, as_json, _render)
+    if check and not data["check"]["ok"]:
+        raise typer.Exit(1)
 
 
 def _render(data: dict[str, Any]) -> None:
@@ -47,8 +58,41 @@ def _render(data: dict[str, Any]) -> None:
             for w in waiting
         ]
         ui.table(rows, ["task", "condition", "waits for", "since", "for", "ready"])
-    if data["quarantined"]:
-        ui.warn(f"{data['quarantined']} unreadable wait-state file(s) set aside")
+    _render_claims(data["claims"])
+    for item in data["rejected"]:
+        ui.warn(f"{item['kind']} set aside: {item['file']}: {item['reason']}")
+    if "check" in data:
+        check = data["check"]
+        verdict = "ok" if check["ok"] else "PROBLEM"
+        ui.line(
+            f"database check: {verdict}: integrity {check['integrity']}, "
+            f"journal mode {check['journal_mode']}"
+        )
+
+
+def _render_claims(claims: list[dict[str, Any]]) -> None:
+    if not claims:
+        ui.line("claimed: none")
+        return
+    ui.line(f"claimed: {len(claims)}")
+    rows = [
+        {
+            "task": c["task_id"],
+            "source": c["source"],
+            "run": c["run_id"] if c["run_id"] is not None else "-",
+            "lease": _lease(c),
+        }
+        for c in claims
+    ]
+    ui.table(rows, ["task", "source", "run", "lease"])
+
+
+def _lease(claim: dict[str, Any]) -> str:
+    if claim["lease_until"] is None:
+        return "no claim in this workspace's database (another workspace's?)"
+    if claim["expired"]:
+        return f"expired {duration(-claim['lease_left_s'])} ago; the next run gives it back"
+    return f"{duration(claim['lease_left_s'])} left"
 
 
 def register(app: typer.Typer) -> None:
