@@ -90,7 +90,14 @@ def _core_v1(db: sqlite3.Connection) -> None:
     )
 
 
-CORE_MIGRATIONS: list[Migration] = [_core_v1]
+def _core_v2(db: sqlite3.Connection) -> None:
+    """Indexes for the lookups by run (`worker why`, `worker log`) and for retention."""
+    db.execute("CREATE INDEX IF NOT EXISTS iterations_run ON iterations(run_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS decisions_run ON decisions(run_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS decisions_at ON decisions(at)")
+
+
+CORE_MIGRATIONS: list[Migration] = [_core_v1, _core_v2]
 
 
 class Store:
