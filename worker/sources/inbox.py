@@ -240,19 +240,21 @@ class InboxSource:
             self.store.renew_claim(task.id, self.settings.lease_seconds)
 
     def release(self, task: Task, result: TaskResult) -> None:
+        """Move the message out of `claimed/`, then end the claim: a crash in between leaves
+        an expired claim whose file is already where it belongs."""
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
-        claimed = self.claimed / name
         if result.outcome is Outcome.STOPPED:
             target, state = self.root / name, "released"
         else:
             target, state = self.done / file_name(task.id), result.outcome.value
-            self._set_status(claimed, "read")
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            os.replace(claimed, target)
+            os.replace(self.claimed / name, target)
         except FileNotFoundError:
             log.warning("inbox: claimed message %s vanished before release", name)
+        if state != "released":
+            self._set_status(target, "read")  # in done/, never listed: a crash here is harmless
         self.store.release_claim(task.id, state)
 
     def _set_status(self, path: Path, status: str) -> None:
