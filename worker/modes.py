@@ -131,6 +131,8 @@ def load_modes(path: Path | None) -> ModeSet:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"modes_file: cannot read {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
         source = str(path)
     try:
         parsed = ModesFile.model_validate(json.loads(text))
