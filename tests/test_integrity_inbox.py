@@ -205,3 +205,24 @@ def test_an_unknown_mode_in_a_message_falls_back_with_a_warning(
         assert "MODE_UNKNOWN" in store.recent_decisions(1)[0]["reason_codes"]
     modes = load_modes(None)
     assert modes.detect(Task(id="t", source="inbox", title="x", mode="turbo"))[1] == "MODE_UNKNOWN"
+
+
+def test_an_expired_rerun_drops_its_fresh_copy_and_leaves_done_as_it_was(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """A `--task-id` rerun that died: its copy in `claimed/` goes, nothing lands in the inbox
+    (where it would be a duplicate), and the finished message stays in `done/`."""
+    write_message(workspace, "twice")
+    run_once(load_settings(workspace))
+    settings = load_settings(workspace, lease_seconds=1)
+    with Store(settings.db_path) as store:
+        source = InboxSource(settings, store)
+        task = source.find("twice")
+        assert task is not None and task.ref["origin"] == "done"
+        assert source.claim(task, run_id=9)
+        assert (workspace / "inbox" / "claimed" / "twice.json").exists()
+        store.db.execute("UPDATE claims SET lease_until = ?", (time.time() - 5,))
+        assert source.recover_expired() == ["twice"]
+    assert not list((workspace / "inbox" / "claimed").glob("*.json"))
+    assert not list((workspace / "inbox").glob("*.json"))
+    assert (workspace / "inbox" / "done" / "twice.json").exists()

@@ -244,16 +244,21 @@ class InboxSource:
         an expired claim whose file is already where it belongs."""
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
-        if result.outcome is Outcome.STOPPED:
-            target, state = self.root / name, "released"
-        else:
+        if result.outcome is not Outcome.STOPPED:
             target, state = self.done / file_name(task.id), result.outcome.value
-        target.parent.mkdir(parents=True, exist_ok=True)
+        elif task.ref.get("origin") == "done":
+            target, state = None, "released"  # a stopped rerun: done/ keeps the original
+        else:
+            target, state = self.root / name, "released"
         try:
-            os.replace(self.claimed / name, target)
+            if target is None:
+                os.unlink(self.claimed / name)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.claimed / name, target)
         except FileNotFoundError:
             log.warning("inbox: claimed message %s vanished before release", name)
-        if state != "released":
+        if target is not None and state != "released":
             self._set_status(target, "read")  # in done/, never listed: a crash here is harmless
         self.store.release_claim(task.id, state)
 

@@ -120,10 +120,12 @@ def task_of(state: WaitState, inbox: Path | None = None) -> Task:
 
 
 def _inbox_sender(inbox: Path, state: WaitState) -> str | None:
-    name = str(state.source_ref.get("file") or f"{state.task_id}.json")
-    for folder in (inbox / "done", inbox / "claimed", inbox):
+    name = Path(str(state.source_ref.get("file") or f"{state.task_id}.json")).name
+    # done/ is kept by id; elsewhere the file has the name it came with.
+    candidates = [inbox / "done" / file_name(state.task_id), inbox / "claimed" / name, inbox / name]
+    for path in candidates:
         try:
-            data = json.loads((folder / Path(name).name).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         sender = data.get("from") if isinstance(data, dict) else None
