@@ -77,18 +77,20 @@ def settings_of(ws: Path) -> Settings:
 def drain(
     settings: Settings, patch: Callable[[], None] | None = None, max_runs: int = 1000
 ) -> None:
-    """Run until two runs in a row find nothing to do; a held lock means try again."""
+    """Run until two runs in a row find nothing to do, or `max_runs` runs; a held lock means
+    try again (many times: seven other processes may be queueing for it)."""
     if patch is not None:
         patch()
-    idle = 0
-    for _ in range(max_runs):
+    idle = runs = 0
+    for _ in range(max_runs * 100):
         try:
             report = run_once(settings)
         except LockHeld:
             time.sleep(random.uniform(0.001, 0.01))
             continue
+        runs += 1
         idle = idle + 1 if report.outcome is Outcome.IDLE else 0
-        if idle >= 2:
+        if idle >= 2 or runs >= max_runs:
             return
 
 
