@@ -112,13 +112,15 @@ def wait_all(pids: list[int]) -> list[int]:
     return [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
 
 
-def kill_at_random(target: Callable[[], None], rng: random.Random, within_s: float) -> None:
-    """Start `target` in a child and SIGKILL it at a random moment (maybe after it ended)."""
+def kill_at_random(target: Callable[[], None], rng: random.Random, within_s: float) -> bool:
+    """Start `target` in a child and SIGKILL it at a random moment (maybe after it ended);
+    True when the kill is what ended it."""
     pid = fork(target)
     time.sleep(rng.uniform(0, within_s))
     with contextlib.suppress(ProcessLookupError):  # it ended before the kill
         os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+    status = os.waitpid(pid, 0)[1]
+    return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
 @dataclass

@@ -159,12 +159,14 @@ def test_a_read_only_inbox_is_a_clear_error_naming_the_folder(workspace: Path) -
     assert "unexpected" not in result.stderr
 
 
-def test_an_inbox_where_claims_cannot_be_written_is_a_clear_error(workspace: Path) -> None:
+def test_an_inbox_where_claims_cannot_be_written_is_a_clear_error(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     """(Also as root:) `claimed/` cannot be created: a configuration error naming the folder,
     the message left where it was, no claim held."""
     write_message(workspace, "blocked")
     (workspace / "inbox" / "claimed").symlink_to(workspace / "gone")  # cannot be a folder
-    result = run_worker(workspace, "run")
+    result = run_worker(workspace, "run", env=fake_claude.env())
     assert result.returncode == 78, result.stderr
     assert str(workspace / "inbox") in result.stderr and "unexpected" not in result.stderr
     assert (workspace / "inbox" / "blocked.json").exists()

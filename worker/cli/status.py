@@ -41,6 +41,7 @@ def _render(data: dict[str, Any]) -> None:
         )
     else:
         ui.line("last run: none yet")
+    _render_claims(data["claims"])
     waiting = data["waiting"]
     if not waiting:
         ui.line("waiting: none")
@@ -58,7 +59,6 @@ def _render(data: dict[str, Any]) -> None:
             for w in waiting
         ]
         ui.table(rows, ["task", "condition", "waits for", "since", "for", "ready"])
-    _render_claims(data["claims"])
     for item in data["rejected"]:
         ui.warn(f"{item['kind']} set aside: {item['file']}: {item['reason']}")
     if "check" in data:
