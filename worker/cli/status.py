@@ -13,6 +13,8 @@ from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.humanize import duration
 
+_SHOWN = 20  # files set aside listed in text; --json lists them all
+
 CheckOpt = Annotated[
     bool, typer.Option("--check", help="Also run SQLite's integrity check on the database.")
 ]
@@ -59,8 +61,10 @@ def _render(data: dict[str, Any]) -> None:
             for w in waiting
         ]
         ui.table(rows, ["task", "condition", "waits for", "since", "for", "ready"])
-    for item in data["rejected"]:
+    for item in data["rejected"][:_SHOWN]:
         ui.warn(f"{item['kind']} set aside: {item['file']}: {item['reason']}")
+    if len(data["rejected"]) > _SHOWN:
+        ui.warn(f"... and {len(data['rejected']) - _SHOWN} more set aside (see --json)")
     if "check" in data:
         check = data["check"]
         verdict = "ok" if check["ok"] else "PROBLEM"
