@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from worker.config import Settings, load_settings
 from worker.errors import LockHeld
 from worker.models import Outcome
@@ -169,8 +171,7 @@ def _json(folder: Path) -> list[Path]:
 def _running(pid: int, marks: Path) -> bool:
     """An agent of ours still running (its command line names the prompts folder)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and str(marks) in process.cmdline()
+    except psutil.Error:
         return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z" and str(marks).encode() in cmdline

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 from functools import partial
 from pathlib import Path
+
+import pytest
 
 from tests.chaos_kit import (
     Accounting,
@@ -30,6 +33,11 @@ from worker.sources.base import Listing
 from worker.sources.inbox import InboxSource
 
 KILLS = int(os.environ.get("CHAOS_KILLS", "50"))
+
+# Forked workers, SIGKILL and an `sh` agent.
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="needs Linux (fork from the test process)"
+)
 
 
 def assert_exactly_once(acc: Accounting, ids: list[str]) -> None:

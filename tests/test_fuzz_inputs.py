@@ -31,6 +31,8 @@ from worker.modes import load_modes
 from worker.sources.message import Message
 from worker.waits.service import list_waits
 
+from .conftest import needs_posix
+
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),
     deadline=None,
@@ -128,6 +130,7 @@ def _ours_to_run(raw: bytes) -> bool:
     )
 
 
+@needs_posix("the recording agent is an sh script")
 @FUZZ
 @given(raw=messages)
 def test_a_fuzzed_message_is_run_left_or_set_aside_and_the_good_one_runs(raw: bytes) -> None:
@@ -145,6 +148,7 @@ def test_a_fuzzed_message_is_run_left_or_set_aside_and_the_good_one_runs(raw: by
             assert not _ours_to_run(raw), "a message for us is run or set aside"
 
 
+@needs_posix("the recording agent is an sh script")
 @FUZZ
 @given(raw=waits)
 def test_a_fuzzed_wait_state_is_kept_or_set_aside_and_the_good_message_runs(raw: bytes) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from worker.runner import RunOptions, run_once
 from worker.sources.inbox import InboxSource
 from worker.store import Store
 
-from .conftest import FakeAgent, run_worker, write_message
+from .conftest import FakeAgent, needs_posix, run_worker, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -147,7 +148,9 @@ def test_a_missing_inbox_folder_is_a_warning(workspace: Path, tmp_path: Path) ->
     assert "does not exist" in result.stderr and str(tmp_path / "nowhere") in result.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only folder")
+@pytest.mark.skipif(
+    sys.platform == "win32" or os.geteuid() == 0, reason="POSIX modes; root writes anyway"
+)
 def test_a_read_only_inbox_is_a_clear_error_naming_the_folder(workspace: Path) -> None:
     write_message(workspace, "ro")
     (workspace / "inbox").chmod(0o555)
@@ -159,6 +162,7 @@ def test_a_read_only_inbox_is_a_clear_error_naming_the_folder(workspace: Path) -
     assert "unexpected" not in result.stderr
 
 
+@needs_posix("a symbolic link without privileges")
 def test_an_inbox_where_claims_cannot_be_written_is_a_clear_error(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:

@@ -28,6 +28,7 @@ from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fsutil import atomic_write_text, json_files, quarantine
 from worker.models import Outcome, Task, TaskResult
+from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
 from worker.sources.message import Message, addressed_messages, outbox
 from worker.store import Store
@@ -288,7 +289,7 @@ class InboxSource:
                 "in_reply_to": task.id,
             }
         )
-        atomic_write_text(outbox(self.root) / f"{reply.id}.json", reply.dump())
+        atomic_write_text(outbox(self.root) / f"{portable_name(reply.id)}.json", reply.dump())
 
 
 def give_back(root: Path, claim: dict[str, Any]) -> None:
