@@ -90,7 +90,14 @@ def _core_v1(db: sqlite3.Connection) -> None:
     )
 
 
-CORE_MIGRATIONS: list[Migration] = [_core_v1]
+def _core_v2(db: sqlite3.Connection) -> None:
+    """Indexes for the lookups by run (`worker why`, `worker log`) and for retention."""
+    db.execute("CREATE INDEX IF NOT EXISTS iterations_run ON iterations(run_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS decisions_run ON decisions(run_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS decisions_at ON decisions(at)")
+
+
+CORE_MIGRATIONS: list[Migration] = [_core_v1, _core_v2]
 
 
 class ClaimBackend(Protocol):
@@ -350,6 +357,35 @@ class Store:
             return self.claims.claim_of(task_id)
         row = self.db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
         return dict(row) if row else None
+
+    def recover_claim(
+        self, task_id: str, give_back: Callable[[dict[str, Any]], None], now: float | None = None
+    ) -> bool:
+        """Return an expired claim in one step: `give_back(claim)` puts the task back where it
+        came from (the inbox moves its file out of `claimed/`), and the claim is released in
+        the same write transaction. The task is given back before the release commits, so no
+        state leaves a claim released while its file stays in `claimed/`; a crash in between
+        leaves the claim expired, and the next recovery gives back again (idempotent). False
+        when the claim is live (renewed, or taken again) or already released."""
+        now = time.time() if now is None else now
+        if self.claims is not None:
+            # The fleet's lease row: given back first, then marked expired, so a crash in
+            # between leaves a lease that any run may take again, never a stranded file.
+            claim = self.claims.claim_of(task_id)
+            if claim is None or claim["state"] != "active" or claim["lease_until"] > now:
+                return False
+            give_back(claim)
+            return self.claims.expire_claim(task_id)
+        with self.transaction() as db:
+            row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
+            if row is None or row["state"] != "active" or row["lease_until"] > now:
+                return False
+            give_back(dict(row))
+            db.execute(
+                "UPDATE claims SET state = 'expired', lease_until = ? WHERE task_id = ?",
+                (now, task_id),
+            )
+            return True
 
     def expired_claims(self, now: float | None = None) -> list[dict[str, Any]]:
         if self.claims is not None:
