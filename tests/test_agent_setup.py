@@ -92,6 +92,8 @@ def user_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/home/u/.npm-global/bin:/usr/bin:/bin")
     monkeypatch.setenv("WORKER_LEASE_SECONDS", "600")
     monkeypatch.setenv("WORKER_GITHUB_TOKEN", "ghp_secretsecretsecretsecret0000")
+    url = "postgresql://worker:secretsecretpw@db.example.net/worker"
+    monkeypatch.setenv("WORKER_FLEET__DATABASE_URL", url)
 
 
 def _files(cli: CliRunner, kind: str, workspace: Path) -> dict[str, str]:
@@ -101,6 +103,7 @@ def _files(cli: CliRunner, kind: str, workspace: Path) -> dict[str, str]:
     assert not any("secretsecret" in text for text in files.values())
     main = next(text for name, text in files.items() if not name.endswith(".timer"))
     assert "Left out as secrets" in main and "WORKER_GITHUB_TOKEN" in main
+    assert "WORKER_FLEET__DATABASE_URL" in main
     return files
 
 

@@ -17,6 +17,7 @@ from worker.cli import (
     intercom,
     log,
     modes,
+    prune,
     run,
     schedule,
     serve,
@@ -52,6 +53,7 @@ for module in (
     supervise,
     schedule,
     doctor,
+    prune,
 ):
     module.register(app)
 

@@ -42,9 +42,13 @@ class Schedule:
     files: dict[str, str]  # file name -> content; cron has one pseudo-file, "crontab"
 
 
-# A variable whose name says it holds a secret never goes into a schedule (a crontab, a unit
-# file and a task XML are readable files): it stays in the environment file or the profile.
-_SECRET_NAME = re.compile(r"(?i)token|secret|password|passwd|api_?key|credential|private")
+# A variable whose name says it holds a secret, or whose value is a URL with a password in it
+# (`WORKER_FLEET__DATABASE_URL`), never goes into a schedule (a crontab, a unit file and a task
+# XML are readable files): it stays in the environment file or the profile.
+_SECRET_NAME = re.compile(
+    r"(?i)token|secret|password|passwd|api_?key|credential|private|database_url|dsn"
+)
+_URL_PASSWORD = re.compile(r"://[^/\s@]*:[^/\s@]*@")
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def schedule_env(env: Mapping[str, str]) -> ScheduleEnv:
     for name in sorted(env):
         if not name.startswith("WORKER_"):
             continue
-        if _SECRET_NAME.search(name):
+        if _SECRET_NAME.search(name) or _URL_PASSWORD.search(env[name]):
             left_out.append(name)
         else:
             variables[name] = env[name]
