@@ -20,6 +20,7 @@ from worker.daemon.settings import DaemonSettings
 from worker.errors import ConfigError
 from worker.review.settings import ReviewSettings
 from worker.sources.github_settings import GitHubSettings
+from worker.statedir import check_locations, default_state_dir
 from worker.supervision.settings import SupervisionSettings
 from worker.waits.settings import WaitSettings
 
@@ -49,7 +50,8 @@ class Settings(BaseModel):
 
     workspace: Path
     machine_id: str = Field(default_factory=socket.gethostname, min_length=1)
-    inbox_dir: Path | None = None
+    inbox_dir: Path | None = None  # None: `<state>/inbox`, outside the working tree
+    allow_inbox_in_workspace: bool = False
     wait_states_dir: Path | None = None
     state_dir: Path | None = None
     reports_dir: Path | None = None
@@ -80,7 +82,9 @@ class Settings(BaseModel):
     # Resolved folders: one state root, everything else relative to the workspace.
     @property
     def inbox(self) -> Path:
-        return self._resolve(self.inbox_dir, "inbox")
+        if self.inbox_dir is None:
+            return self.state / "inbox"
+        return self._resolve(self.inbox_dir, "")
 
     @property
     def wait_states(self) -> Path:
@@ -88,7 +92,9 @@ class Settings(BaseModel):
 
     @property
     def state(self) -> Path:
-        return self._resolve(self.state_dir, ".worker")
+        if self.state_dir is None:
+            return default_state_dir(self.workspace)
+        return self._resolve(self.state_dir, "")
 
     @property
     def reports(self) -> Path:
@@ -130,10 +136,13 @@ def load_settings(
         data["inbox_dir"] = env["WORKER_INBOX"]
     data.update(overrides)
     data["workspace"] = workspace
+    data.setdefault("state_dir", default_state_dir(workspace, env))
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, config_path)) from exc
+    check_locations(settings)
+    return settings
 
 
 def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.config import Settings
+from worker import statedir
 from worker.errors import MalformedInput, UsageError
 from worker.locking import workspace_lock
 from worker.models import Outcome
@@ -237,6 +238,7 @@ def status(settings: Settings) -> dict[str, Any]:
     return {
         "workspace": str(settings.workspace),
         "machine_id": settings.machine_id,
+        "state": statedir.describe(settings),
         "waiting": listing["waits"],
         "quarantined": listing["quarantined"],
         "last_run": last
