@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FakeAgent, write_message
+from tests.conftest import FakeAgent, state_of, write_message
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.runner import RunOptions, RunReport, run_once
@@ -77,7 +77,7 @@ def test_approval_through_the_cli_resumes_the_same_session_mode_and_iteration(
     # The sender heard about the end; the approval is consumed by the next run.
     assert (workspace / "inbox" / "msg-1-success-reply.json").exists()
     run(workspace)
-    notes = workspace / ".worker" / "intercom" / "msg-1"
+    notes = state_of(workspace) / "intercom" / "msg-1"
     assert not list(notes.glob("*.json")) and list((notes / "done").glob("*.json"))
 
 
@@ -264,7 +264,7 @@ def test_a_worker_killed_during_the_resumed_run_leaves_the_wait_to_resume_again(
     with contextlib.suppress(ProcessLookupError):
         os.killpg(agent_pid, signal.SIGKILL)
     assert path.exists()
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     assert db.execute("SELECT state FROM claims WHERE task_id = 'msg-k'").fetchone() == ("active",)
     db.close()
     report = run(workspace)

@@ -136,7 +136,6 @@ def load_settings(
         data["inbox_dir"] = env["WORKER_INBOX"]
     data.update(overrides)
     data["workspace"] = workspace
-    data.setdefault("state_dir", default_state_dir(workspace, env))
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

@@ -61,7 +61,14 @@ def redact(text: str) -> str:
 
 # The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
 # could otherwise act as the worker (approve its own wait, label issues as trusted work).
-_WORKER_SECRETS = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN")
+_WORKER_SECRETS = (
+    "WORKER_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "WORKER_GIT_TOKEN",
+)
 
 
 def child_env() -> dict[str, str]:

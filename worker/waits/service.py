@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from worker.config import Settings
 from worker import statedir
+from worker.config import Settings
 from worker.errors import MalformedInput, UsageError
 from worker.locking import workspace_lock
 from worker.models import Outcome
