@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from worker.boundedio import LINE_CAP, LOG_CAP, CappedLog, bounded_lines
+
 log = logging.getLogger(__name__)
 
 # Called with each stdout line (without the newline); returning a reason string stops the run.
@@ -95,6 +97,8 @@ def run_process(
     cap_bytes: int = 2_000_000,
     stop: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
+    line_cap_bytes: int = LINE_CAP,
+    log_cap_bytes: int = LOG_CAP,
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
@@ -153,13 +157,11 @@ def run_process(
     size = 0
     truncated = False
     stopped: str | None = None
-    log_file: IO[str] | None = None
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = log_path.open("a", encoding="utf-8")
+    log_file = CappedLog(log_path, log_cap_bytes) if log_path is not None else None
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
+        # Raw bytes in chunks: one endless line never sits whole in memory.
+        for line in bounded_lines(proc.stdout, line_cap_bytes):
             if log_file is not None:
                 log_file.write(line)
             if size < cap_bytes:
@@ -227,7 +229,7 @@ def _drain(stream: IO[str] | None, into: list[str]) -> None:
     if stream is None:
         return
     total = 0
-    for line in stream:
+    for line in bounded_lines(stream, 16_000):
         into.append(line)
         total += len(line)
         while total > 16_000 and len(into) > 1:
