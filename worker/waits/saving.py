@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.models import StatusBlock, Task
-from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_state
+from worker.waits.record import save_wait
+from worker.waits.state import CONDITIONS, WaitContext, WaitState
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -83,7 +84,7 @@ def save_agent_wait(
         state.resume_at = at or datetime.now(UTC) + timedelta(hours=1)
         when = "time"
     state.resume_when = when
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days), codes
+    return save_wait(settings, state), codes
 
 
 def save_usage_wait(
@@ -101,7 +102,7 @@ def save_usage_wait(
     state.resume_at = at
     extra = state.model_extra if state.model_extra is not None else {}
     extra["usageLimitHits"] = hits + 1
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+    return save_wait(settings, state)
 
 
 def save_pause(settings: Settings, point: WaitPoint, detail: str) -> Path:
@@ -110,7 +111,7 @@ def save_pause(settings: Settings, point: WaitPoint, detail: str) -> Path:
     state.reason = f"paused by an order: {detail}"
     state.wait_for = "a resume order"
     state.resume_brief = f"paused in {point.mode}: {point.task.title}"[:300]
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+    return save_wait(settings, state)
 
 
 def _parse_time(text: str) -> datetime | None:

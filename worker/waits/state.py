@@ -121,7 +121,9 @@ def file_name(task_id: str) -> str:
     return safe + ".json"
 
 
-def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) -> Path:
+def save_wait_state(
+    folder: Path, state: WaitState, expiry_days: float = 7.0, name: str | None = None
+) -> Path:
     now = datetime.now(UTC)
     if state.last_active_at is None:
         state.last_active_at = now
@@ -133,7 +135,7 @@ def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) ->
             f"waiting for {state.wait_for or state.resume_when}"
         )[:300]
     WaitState.model_validate(json.loads(state.dump()))  # validate what we write
-    path = folder / file_name(state.task_id)
+    path = folder / (name or file_name(state.task_id))
     atomic_write_text(path, state.dump())
     return path
 
