@@ -27,7 +27,7 @@ from worker.waits.settings import WaitSettings
 CONFIG_FILE = "worker.toml"
 ENV_PREFIX = "WORKER_"
 # Variables that are not settings (secrets are read where they are used, never stored here).
-_NOT_SETTINGS = {"WORKER_GITHUB_TOKEN"}
+_NOT_SETTINGS = {"WORKER_GITHUB_TOKEN", "WORKER_GIT_TOKEN"}
 
 
 class FallbackSettings(BaseModel):

@@ -106,10 +106,11 @@ def check_locations(settings: Settings) -> None:
     (exit 78, naming the key) unless `allow_inbox_in_workspace = true` says it is wanted."""
     if settings.allow_inbox_in_workspace or not is_inside(settings.inbox, settings.workspace):
         return
+    key = "inbox_dir" if settings.inbox_dir is not None else "state_dir (holding the inbox)"
     raise ConfigError(
-        f"inbox_dir: {settings.inbox} lies inside the workspace, where the agent can write "
-        "messages that worker would run as tasks; move it out (the default is "
-        f"{settings.state / 'inbox'}), or set allow_inbox_in_workspace = true to accept that"
+        f"{key}: {settings.inbox} lies inside the workspace, where the agent can write "
+        "messages that worker would run as tasks; move it out of the workspace, or set "
+        "allow_inbox_in_workspace = true to accept that"
     )
 
 
