@@ -328,3 +328,34 @@ def test_a_runaway_line_is_cut_in_memory_and_on_disk(
     log = next((state_of(workspace) / "logs").rglob("iteration-1.jsonl"))
     assert log.stat().st_size < 8 * 2**20 + 64 * 1024
     assert b"[worker: line cut at 8388608 bytes;" in log.read_bytes()
+
+
+def test_an_upgraded_database_adopts_the_wait_states_it_trusted_before(tmp_path: Path) -> None:
+    """A database from before the records (waits seen, no `wait_records`) takes the files
+    present as they are, once (WAIT_ADOPTED); a file appearing later is refused."""
+    from worker.waits import phase0
+    from worker.waits.ledger import MIGRATIONS
+
+    settings = load_settings(tmp_path)
+    with Store(settings.db_path) as store:
+        store.ensure("waits", MIGRATIONS[:1])
+        store.db.execute("INSERT INTO wait_log(at, task_id, code) VALUES (0, 'old', 'WAIT_READY')")
+        store.db.commit()
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    data = {
+        "taskId": "msg-old",
+        "timestamp": past,
+        "resumeWhen": "time",
+        "resumeAt": past,
+        "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
+    }
+    settings.wait_states.mkdir()
+    (settings.wait_states / "msg-old.json").write_text(json.dumps(data))
+    with Store(settings.db_path) as store:
+        assert [w.task.id for w in phase0.scan(settings, store).ready] == ["msg-old"]
+    (settings.wait_states / "msg-new.json").write_text(json.dumps({**data, "taskId": "msg-new"}))
+    with Store(settings.db_path) as store:
+        scan = phase0.scan(settings, store)
+    assert [w.task.id for w in scan.ready] == ["msg-old"]
+    assert "WAIT_STATE_UNRECORDED" in scan.errors[0]
+    assert any(line.startswith("WAIT_ADOPTED") for line in wait_log(tmp_path, "msg-old"))

@@ -66,7 +66,8 @@ def _v1(db: sqlite3.Connection) -> None:
 
 
 def _v2(db: sqlite3.Connection) -> None:
-    """worker's record of every live wait state (`worker.waits.record`), by file name."""
+    """worker's record of every live wait state (`worker.waits.record`), by file name. A
+    database that has seen waits before (an upgrade) adopts the files present once."""
     db.executescript(
         """
         CREATE TABLE wait_records (
@@ -75,6 +76,9 @@ def _v2(db: sqlite3.Connection) -> None:
             text TEXT NOT NULL,
             saved_at REAL NOT NULL
         );
+        CREATE TABLE wait_records_seed (pending INTEGER NOT NULL);
+        INSERT INTO wait_records_seed SELECT 1
+            WHERE EXISTS (SELECT 1 FROM wait_log) OR EXISTS (SELECT 1 FROM wait_checks);
         """
     )
 

@@ -102,8 +102,11 @@ def _load(
 ) -> list[tuple[Path, WaitState]]:
     """The waits as worker recorded them. A file it did not write, or one that was edited, is
     set aside with its reason (the recorded wait written back); an unreadable one too."""
-    records = record.recorded(settings, store)
     ledger = Ledger(store) if store is not None and not dry_run else None
+    if ledger is not None:
+        for name in record.adopt_on_upgrade(settings, ledger.store):
+            ledger.log(Path(name).stem, WaitCode.WAIT_ADOPTED, f"{name} at the upgrade")
+    records = record.recorded(settings, store)
     loaded = []
     for path in wait_state_files(settings.wait_states):
         try:

@@ -26,7 +26,12 @@ from worker.errors import MalformedInput
 from worker.fsutil import atomic_write_text, quarantine
 from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
-from worker.waits.state import WaitState, save_wait_state
+from worker.waits.state import (
+    WaitState,
+    load_wait_state,
+    save_wait_state,
+    wait_state_files,
+)
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -65,6 +70,32 @@ def save_wait(
                 (path.name, state.task_id, text, time.time()),
             )
     return path
+
+
+def adopt_on_upgrade(settings: Settings, store: Store) -> list[str]:
+    """Once, in a database that knew waits before records existed: take the wait-state files
+    present as recorded (they were trusted as they are until then); return their names."""
+    _ensure(store)
+    if store.db.execute("SELECT 1 FROM wait_records_seed").fetchone() is None:
+        return []
+    adopted = []
+    with store.transaction() as db:
+        for path in wait_state_files(settings.wait_states):
+            try:
+                state = load_wait_state(path)
+                text = path.read_text(encoding="utf-8")
+            except (MalformedInput, OSError, UnicodeDecodeError):
+                continue  # phase 0 sets it aside with its reason
+            db.execute(
+                "INSERT OR IGNORE INTO wait_records(file, task_id, text, saved_at)"
+                " VALUES (?, ?, ?, ?)",
+                (path.name, state.task_id, text, time.time()),
+            )
+            adopted.append(path.name)
+        db.execute("DELETE FROM wait_records_seed")
+    if adopted:
+        log.warning("waits: %d wait state(s) adopted on upgrade: %s", len(adopted), adopted)
+    return adopted
 
 
 def forget(settings: Settings, path: Path, store: Store | None = None) -> None:
