@@ -1,7 +1,8 @@
 """Control orders: stop, cancel, pause or resume a task, whatever flow it is in.
 
 Where orders come from, all read into `ControlOrder`:
-- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`);
+- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`),
+  obeyed only when the CLI wrote exactly it (`worker.waits.authored`);
 - the inbox: a message addressed to this machine with `"kind": "control"`, `"action":
   "stop|cancel|pause|resume"` and `"task": "<task-id>"`, or a message whose subject is exactly
   `STOP <task-id>` (or CANCEL, PAUSE, RESUME, upper case);
@@ -131,7 +132,7 @@ def read_orders(
     from worker.kernel import intercom_orders
 
     listed = settings.waits.approvers if approvers is None else approvers
-    orders = _from_control_dir(control_dir(settings), authored.signed(settings))
+    orders = _from_control_dir(settings, control_dir(settings))
     orders += _from_inbox(settings, listed)
     orders += intercom_orders.read(settings, listed)
     if dry_run:
@@ -146,10 +147,12 @@ def read_orders(
     return orders
 
 
-def _from_control_dir(folder: Path, signed: set[str]) -> list[ControlOrder]:
+def _from_control_dir(settings: Settings, folder: Path) -> list[ControlOrder]:
     """The orders `worker cancel` wrote; any other file there is refused (`NOTE_UNSIGNED`)."""
-    orders = []
-    for path in json_files(folder):
+    orders: list[ControlOrder] = []
+    files = json_files(folder)
+    signed = authored.signed(settings) if files else set()  # the watcher asks every second
+    for path in files:
         try:
             raw = path.read_bytes()
             if authored.digest(raw) not in signed:
