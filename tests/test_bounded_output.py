@@ -7,7 +7,8 @@ import io
 import sys
 from pathlib import Path
 
-from worker.boundedio import CappedLog, bounded_lines
+from worker.boundedio import EVENT_TEXT_CAP, CappedLog, bounded_lines, clip_event
+from worker.models import AgentEvent, EventKind
 from worker.proc import run_process
 
 
@@ -67,3 +68,16 @@ def test_run_process_cuts_a_huge_line_and_caps_its_log(tmp_path: Path) -> None:
     assert seen[-1] == "after...5" and len(seen) == 2
     assert (tmp_path / "out.log").stat().st_size < 3 * 2**20
     assert "line cut at 1048576 bytes; 19922944 more bytes dropped" in result.stdout
+
+
+def test_events_keep_a_clipped_text_whose_status_block_survives() -> None:
+    """What worker keeps of an event is bounded; the end of a text (the STATUS block) stays."""
+    text = "x" * 1_000_000 + "\n=== AGENT STATUS ===\nSTATUS: success\n"
+    event = clip_event(AgentEvent(EventKind.TEXT, 0, text=text))
+    assert event.text is not None and len(event.text) < EVENT_TEXT_CAP + 100
+    assert event.text.endswith("STATUS: success\n") and "characters left out" in event.text
+    call = AgentEvent(EventKind.TOOL_CALL, 1, tool="Write", args={"content": "y" * 10**6})
+    clipped = clip_event(call).args
+    assert clipped is not None and len(clipped["content"]) < EVENT_TEXT_CAP + 100
+    small = AgentEvent(EventKind.TEXT, 2, text="hi")
+    assert clip_event(small) is small

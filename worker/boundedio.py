@@ -5,21 +5,30 @@ and wrote 300 MB of log per iteration. Here:
 
 - `bounded_lines` reads raw bytes in chunks and yields lines of at most `line_cap` bytes; the
   rest of a longer line is dropped and the line ends with a marker saying how much;
+- `clip_event` keeps at most `EVENT_TEXT_CAP` characters of an event's text and of each
+  string in its tool arguments (head and tail: a STATUS block at the end survives), so the
+  events of one iteration, which worker keeps, stay small however many the agent prints;
 - `CappedLog` writes a log of at most `cap` bytes: the head as it comes, then, past the cap,
   only the last `cap // 4` bytes are kept (in memory) and written after a marker on close.
 
-Memory stays within about `line_cap` + the log's tail + one read chunk.
+Memory stays within about `line_cap` + the log's tail + one read chunk, plus the clipped
+events.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+from worker.models import AgentEvent
 
 LINE_CAP = 8 * 1024 * 1024  # one event of a stream-json agent: far above any real one
 LOG_CAP = 64 * 1024 * 1024  # one iteration's log
+EVENT_TEXT_CAP = 64 * 1024  # text kept in memory per event (a STATUS block ends a text)
 _CHUNK = 64 * 1024
 
 
@@ -101,3 +110,33 @@ class CappedLog:
             self._file.write(data)
         self._tail.clear()
         self._file.close()
+
+
+def clip_text(text: str, cap: int = EVENT_TEXT_CAP) -> str:
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}\n[worker: {len(text) - 2 * half} characters left out]\n{text[-half:]}"
+
+
+def clip_event(event: AgentEvent, cap: int = EVENT_TEXT_CAP) -> AgentEvent:
+    """The event with its text and its tool arguments' strings clipped to `cap` characters."""
+    text_long = event.text is not None and len(event.text) > cap
+    args_long = event.args is not None and len(json.dumps(event.args)) > cap
+    if not text_long and not args_long:
+        return event
+    return dataclasses.replace(
+        event,
+        text=clip_text(event.text, cap) if event.text is not None else None,
+        args=_clip_args(event.args, cap) if event.args is not None else None,
+    )
+
+
+def _clip_args(value: Any, cap: int) -> Any:
+    if isinstance(value, str):
+        return clip_text(value, cap)
+    if isinstance(value, dict):
+        return {key: _clip_args(item, cap) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clip_args(item, cap) for item in value]
+    return value

@@ -22,7 +22,8 @@ last one repeats). FAKE_CLAUDE_LOG: a JSONL file where each invocation appends
   hang_after_text   print the assistant text, then sleep this many seconds (killed mid-answer)
   files      [{"path", "text", "mode"}] files the agent writes (its Write tool), relative to
              its working folder; `mode` in octal (e.g. "755")
-  big_line   print one assistant event this many bytes long, in pieces (a runaway output)
+  big_line   print one assistant event this many bytes long, in pieces (a runaway output);
+             `big_lines` such events (default 1)
 """
 
 import json
@@ -98,7 +99,7 @@ def main() -> int:
     )
     for item in answer.get("files", []):
         write_file(item)
-    if answer.get("big_line"):
+    for _ in range(int(answer.get("big_lines", 1)) if answer.get("big_line") else 0):
         big_line(int(answer["big_line"]), session)
     for tool in answer.get("tools", []):
         tool_id = "toolu_" + uuid.uuid4().hex[:20]
