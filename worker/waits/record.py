@@ -28,8 +28,9 @@ from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import (
     WaitState,
+    complete,
+    file_name,
     load_wait_state,
-    save_wait_state,
     wait_state_files,
 )
 
@@ -58,9 +59,10 @@ def _ensure(store: Store) -> None:
 def save_wait(
     settings: Settings, state: WaitState, store: Store | None = None, name: str | None = None
 ) -> Path:
-    """Write the wait-state file (named after the task, or `name`) and worker's record."""
-    path = save_wait_state(settings.wait_states, state, settings.waits.expiry_days, name)
-    text = path.read_text(encoding="utf-8")
+    """Record the wait, then write its file (named after the task, or `name`): a reader never
+    sees a file of worker's without its record."""
+    text = complete(state, settings.waits.expiry_days)
+    path = settings.wait_states / (name or file_name(state.task_id))
     with _store(settings, store) as db:
         _ensure(db)
         with db.transaction() as conn:
@@ -69,6 +71,7 @@ def save_wait(
                 " VALUES (?, ?, ?, ?)",
                 (path.name, state.task_id, text, time.time()),
             )
+    atomic_write_text(path, text)
     return path
 
 

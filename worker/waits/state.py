@@ -4,7 +4,8 @@
      "context": {"mode", "model", "iteration", "outputSnippet"}}
 
 Files written by the specification's own tool load unchanged (our fields all have defaults);
-unknown keys are kept. Writes are atomic.
+unknown keys are kept. worker writes them, with its record of each, in `worker.waits.record`;
+a file counts only as recorded there (`worker waits adopt` records one written elsewhere).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.errors import MalformedInput, describe_validation
-from worker.fsutil import atomic_write_text, json_files
+from worker.fsutil import json_files
 from worker.models import Task
 
 SCHEMA_VERSION = 1
@@ -121,9 +122,8 @@ def file_name(task_id: str) -> str:
     return safe + ".json"
 
 
-def save_wait_state(
-    folder: Path, state: WaitState, expiry_days: float = 7.0, name: str | None = None
-) -> Path:
+def complete(state: WaitState, expiry_days: float = 7.0) -> str:
+    """Fill worker's own fields that are still empty; return the validated text to write."""
     now = datetime.now(UTC)
     if state.last_active_at is None:
         state.last_active_at = now
@@ -134,10 +134,9 @@ def save_wait_state(
             f"{state.context.mode} iteration {state.context.iteration} of {state.task_id}: "
             f"waiting for {state.wait_for or state.resume_when}"
         )[:300]
-    WaitState.model_validate(json.loads(state.dump()))  # validate what we write
-    path = folder / (name or file_name(state.task_id))
-    atomic_write_text(path, state.dump())
-    return path
+    text = state.dump()
+    WaitState.model_validate(json.loads(text))  # validate what we write
+    return text
 
 
 def load_wait_state(path: Path) -> WaitState:
