@@ -193,6 +193,7 @@ class TaskResult:
     wait_state: Path | None = None
     final_text: str = ""
     anomalies: list[str] = field(default_factory=list)
+    infra: InfraFailure | None = None  # the task ended on an infrastructure failure
 
     @property
     def mode(self) -> str | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from worker.models import Outcome
+from worker.errors import ExitCode
+from worker.models import InfraKind, Outcome
 
 if TYPE_CHECKING:  # the loop and the agents load only when a task runs
     from worker.loop import Progress
@@ -39,6 +40,7 @@ class RunReport:
     command: list[str] | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     mode_reason: str | None = None
+    infra: str | None = None  # the agent's infrastructure failure (InfraKind), if any
 
     @property
     def mode(self) -> str | None:
@@ -46,7 +48,9 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.outcome is Outcome.FAILURE else 0
+        if self.infra in (InfraKind.AUTH, InfraKind.MISSING_BINARY):
+            return ExitCode.CONFIG  # a key or the agent's path to fix; the task was left as it was
+        return ExitCode.TASK_FAILED if self.outcome is Outcome.FAILURE else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,4 +70,5 @@ class RunReport:
             "command": self.command,
             "candidates": self.candidates,
             "mode_reason": self.mode_reason,
+            "infra": self.infra,
         }

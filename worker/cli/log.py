@@ -44,6 +44,8 @@ def log_command(
                 "iterations": run["iterations"],
                 "cost": run["cost_usd"],
                 "reasons": decision.get("reason_codes"),
+                # What ended the run, in words: the agent's reason, a bad key, a missing CLI.
+                "why": (run["reason"] or "")[:120] or None,
             }
         )
     if not rows:
@@ -51,7 +53,18 @@ def log_command(
         return
     ui.table(
         rows,
-        ["run", "started", "task", "source", "outcome", "modes", "iterations", "cost", "reasons"],
+        [
+            "run",
+            "started",
+            "task",
+            "source",
+            "outcome",
+            "modes",
+            "iterations",
+            "cost",
+            "reasons",
+            "why",
+        ],
     )
 
 
