@@ -119,6 +119,16 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return ws
 
 
+def rewrite_wait(ws: Path, path: Path, data: dict[str, Any]) -> None:
+    """Change a wait as worker itself would (its record and its file), e.g. to move its resume
+    time: an edit of the file alone is ignored (tests/test_agent_boundaries.py)."""
+    from worker.config import load_settings
+    from worker.waits.record import save_wait
+    from worker.waits.state import WaitState
+
+    save_wait(load_settings(ws), WaitState.model_validate(data), name=path.name)
+
+
 def state_of(ws: Path) -> Path:
     """The workspace's state folder (under the test's XDG_STATE_HOME by default)."""
     from worker.config import load_settings

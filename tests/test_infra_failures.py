@@ -22,7 +22,15 @@ from worker.errors import ConfigError
 from worker.models import InfraKind
 from worker.runner import RunOptions, RunReport, run_once
 
-from .conftest import GITHUB_REPO, TRANSCRIPTS, FakeAgent, run_worker, state_of, write_message
+from .conftest import (
+    GITHUB_REPO,
+    TRANSCRIPTS,
+    FakeAgent,
+    rewrite_wait,
+    run_worker,
+    state_of,
+    write_message,
+)
 
 RETRIES_401 = TRANSCRIPTS / "claude-real-401-retries.jsonl"
 RETRIES_529 = TRANSCRIPTS / "claude-real-529-retries.jsonl"
@@ -145,7 +153,7 @@ def test_an_unavailable_api_turns_the_task_into_a_timed_wait(
 
     # Time passes; the API still fails: the next wait is longer.
     state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    state_path.write_text(json.dumps(state))
+    rewrite_wait(workspace, state_path, state)
     again = run(workspace)
     assert again.outcome.value == "waiting" and again.task_id == "msg-1"
     state = json.loads(Path(again.wait_state or "").read_text())
@@ -156,7 +164,7 @@ def test_an_unavailable_api_turns_the_task_into_a_timed_wait(
     # The API is back: the same iteration runs, told why it was interrupted, and succeeds.
     fake_claude.answers({"status": "success", "reason": "done"})
     state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    Path(again.wait_state or "").write_text(json.dumps(state))
+    rewrite_wait(workspace, Path(again.wait_state or ""), state)
     done = run(workspace)
     assert done.outcome.value == "success" and iterations(workspace) == 1
     prompt = fake_claude.task_calls[-1]["stdin"]
@@ -298,7 +306,7 @@ def test_an_approval_met_by_an_outage_reaches_the_agent_after_it(
         path = Path(outage.wait_state or "")
         state = json.loads(path.read_text())
         state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-        path.write_text(json.dumps(state))
+        rewrite_wait(workspace, path, state)
     assert run(workspace).outcome.value == "success"
     prompt = fake_claude.task_calls[-1]["stdin"]
     assert prompt.count("yes, drop it") == 1 and "The model API was unavailable" in prompt

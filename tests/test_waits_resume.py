@@ -18,13 +18,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FakeAgent, state_of, write_message
+from tests.conftest import FakeAgent, rewrite_wait, state_of, write_message
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.runner import RunOptions, RunReport, run_once
-from worker.waits.record import save_wait
 from worker.waits.service import adopt
-from worker.waits.state import WaitState
 
 
 @pytest.fixture(autouse=True)
@@ -45,12 +43,6 @@ def cli(ws: Path, *args: str) -> Any:
 
 def wait_file(ws: Path, name: str) -> dict[str, Any]:
     return json.loads((ws / "wait_states" / name).read_text())
-
-
-def rewrite_wait(ws: Path, data: dict[str, Any]) -> None:
-    """Change a wait as worker itself would (its record and its file): an edit of the file
-    alone is ignored (tests/test_agent_boundaries.py)."""
-    save_wait(load_settings(ws), WaitState.model_validate(data))
 
 
 def test_approval_through_the_cli_resumes_the_same_session_mode_and_iteration(
@@ -106,7 +98,7 @@ def test_usage_limit_becomes_a_timed_wait_and_resumes_after_the_reset(
     assert len(fake_claude.task_calls) == 1
     # The reset has passed (we move the moment rather than the clock).
     state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    rewrite_wait(workspace, state)
+    rewrite_wait(workspace, workspace / "wait_states" / "msg-u.json", state)
     resumed = run(workspace)
     assert resumed.outcome.value == "success" and resumed.iterations == 1
     assert "usage limit has reset" in fake_claude.task_calls[-1]["stdin"]
@@ -247,7 +239,7 @@ def test_an_expired_wait_is_an_outcome_reported_to_its_source(
     path = workspace / "wait_states" / "msg-x.json"
     state = json.loads(path.read_text())
     state["expiresAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    rewrite_wait(workspace, state)
+    rewrite_wait(workspace, path, state)
     assert run(workspace).outcome.value == "idle"
     reply = json.loads((workspace / "inbox" / "msg-x-expired-reply.json").read_text())
     assert reply["to"] == "alice" and reply["in_reply_to"] == "msg-x"
