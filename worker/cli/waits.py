@@ -83,7 +83,8 @@ def _render_show(data: dict[str, Any]) -> None:
             ui.line(f"{key}: {data[key]}")
     for note in data["notes"]:
         ui.line(
-            f"note {note['file']}: {note['kind']} by {note.get('by') or 'local user'}: "
+            f"note {note['file']}: {note['kind']} by {note.get('by') or 'local user'} "
+            f"({note.get('origin') or 'origin unknown'}): "
             f"{note['text'][:200]}"
         )
     for event in data["log"][:20]:
