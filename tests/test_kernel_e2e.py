@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -11,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeAgent, run_worker, state_of, write_message
+from tests.conftest import FakeAgent, needs_posix, run_worker, state_of, write_message
+from worker.platform.process import alive as _alive
+from worker.platform.process import group_running as _group_alive
 
 pytestmark = pytest.mark.slow
 
@@ -25,28 +26,7 @@ def _wait_for(predicate, what: str, limit: float = 60.0) -> None:  # type: ignor
         time.sleep(0.1)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
-
-
-def _group_alive(pgid: int) -> bool:
-    """A live (not zombie) process is still in the group."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="the watcher ends groups through /proc")
+@needs_posix("checks the agent's process group")
 def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: FakeAgent) -> None:
     """`worker cancel TASK` while the agent hangs: the run ends cancelled long before the agent
     would have answered, the agent's process group is gone, the inbox sender is told."""

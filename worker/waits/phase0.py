@@ -11,7 +11,6 @@ kept until the wait is resumed.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from worker.config import Settings
+from worker.platform.process import alive
 from worker.scheduling import ReadyWait
 from worker.store import Store
 from worker.waits import intercom, record
@@ -232,7 +232,7 @@ def _release_dead_claims(
             or claim["state"] != "active"
             or claim["source"] != "wait"
             or claim["machine_id"] != settings.machine_id
-            or _alive(claim["pid"])
+            or alive(claim["pid"])  # never os.kill(pid, 0): it terminates on Windows
         ):
             continue
         store.release_claim(wait.task.id, "released")
@@ -242,18 +242,6 @@ def _release_dead_claims(
                 WaitCode.WAIT_RESUME_INTERRUPTED,
                 f"run {claim['run_id']} (pid {claim['pid']}) died while resuming",
             )
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
 
 
 def _stamp(state: WaitState) -> str:
