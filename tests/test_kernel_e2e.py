@@ -30,7 +30,8 @@ def _wait_for(predicate, what: str, limit: float = 60.0) -> None:  # type: ignor
 def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: FakeAgent) -> None:
     """`worker cancel TASK` while the agent hangs: the run ends cancelled long before the agent
     would have answered, the agent's process group is gone, the inbox sender is told."""
-    fake_claude.answers({"hang": 120, "child": True, "status": "success"})
+    # The agent would answer in an hour: a run that ends at all was stopped, not waited for.
+    fake_claude.answers({"hang": 3600, "child": True, "status": "success"})
     write_message(workspace, "msg-long")
     run = subprocess.Popen(
         [sys.executable, "-m", "worker", "run", "--json", "--workspace", str(workspace)],
@@ -41,16 +42,13 @@ def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: Fake
     try:
         _wait_for(lambda: bool(fake_claude.calls), "the agent to start")
         agent_pid = fake_claude.calls[0]["pid"]
-        started = time.monotonic()
         cancelled = run_worker(workspace, "cancel", "msg-long", "--reason", "wrong repo")
         assert cancelled.returncode == 0, cancelled.stderr
         assert "cancel order" in cancelled.stdout
-        out, err = run.communicate(timeout=60)
-        elapsed = time.monotonic() - started
+        out, err = run.communicate(timeout=300)  # guards a hung test only
     finally:
         if run.poll() is None:
             run.kill()
-    assert elapsed < 60, "the run waited for the agent instead of stopping it"
     report = json.loads(out)
     assert report["outcome"] == "cancelled", err
     assert "wrong repo" in report["reason"]
