@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worker.daemon.settings import DaemonSettings
 from worker.errors import ConfigError
+from worker.fleet.settings import FleetSettings
+from worker.retention_settings import RetentionSettings
 from worker.review.settings import ReviewSettings
 from worker.sources.github_settings import GitHubSettings
 from worker.statedir import check_locations, default_state_dir
@@ -71,6 +73,8 @@ class Settings(BaseModel):
     supervision: SupervisionSettings = Field(default_factory=SupervisionSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
 
     @field_validator("machine_id")
     @classmethod

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from worker.boundedio import LINE_CAP, LOG_CAP, CappedLog, bounded_lines
+from worker.fleet.settings import redact_url
 from worker.platform.process import TreeProcess
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ def redact(text: str) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 8:
             text = text.replace(value, "***")
+    text = redact_url(text)
     return _SECRET_SHAPES.sub("***", text)
 
 
@@ -68,6 +70,7 @@ _WORKER_SECRETS = (
     "GH_ENTERPRISE_TOKEN",
     "GITHUB_ENTERPRISE_TOKEN",
     "WORKER_GIT_TOKEN",
+    "WORKER_FLEET__DATABASE_URL",
 )
 
 

@@ -16,6 +16,7 @@ from worker.cli import (
     intercom,
     log,
     modes,
+    prune,
     run,
     schedule,
     serve,
@@ -50,6 +51,7 @@ for module in (
     serve,
     supervise,
     schedule,
+    prune,
 ):
     module.register(app)
 
