@@ -133,10 +133,15 @@ def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | 
     """The wait at `path` as recorded, and what is wrong with the file (None: nothing)."""
     text = records.get(path.name)
     if text is None:
-        return None, (
+        problem = (
             f"{path.name}: {UNRECORDED}: worker has no record of this wait (a wait state is "
             "written by worker itself, never taken from a file)"
         )
+        try:
+            load_wait_state(path)
+        except MalformedInput as exc:  # say what else is wrong with it, naming the field
+            problem += f"; besides, {exc}"
+        return None, problem
     state = WaitState.model_validate_json(text)
     try:
         actual = path.read_text(encoding="utf-8")
