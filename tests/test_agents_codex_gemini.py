@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import state_of
 from worker.agents.codex import CodexAdapter, CodexCollector
 from worker.agents.gemini import INSTRUCTION, GeminiAdapter, GeminiCollector
 from worker.agents.registry import adapter_for, permission_args
@@ -380,7 +381,7 @@ def fake(tmp_path: Path, agent: str) -> FakeCli:
 
 
 def iterations(ws: Path) -> list[tuple[str, str | None, int]]:
-    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(ws) / "worker.db")
     try:
         return db.execute(
             "SELECT status, reason_code, input_tokens FROM iterations ORDER BY id"
@@ -440,7 +441,7 @@ def test_an_error_event_is_an_agent_error_iteration(
     ]
     assert "AGENT_ERROR" in report.reason_codes
     # The iteration's reason is the CLI's own error message, not a generic subtype.
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     (reason,) = db.execute("SELECT reason FROM iterations ORDER BY id LIMIT 1").fetchone()
     db.close()
     assert reason == "agent_error: shared rollout token budget exhausted"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from worker.boundedio import LINE_CAP, LOG_CAP, CappedLog, bounded_lines
 from worker.fleet.settings import redact_url
 from worker.platform.process import TreeProcess
 
@@ -62,7 +63,15 @@ def redact(text: str) -> str:
 
 # The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
 # could otherwise act as the worker (approve its own wait, label issues as trusted work).
-_WORKER_SECRETS = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN", "WORKER_FLEET__DATABASE_URL")
+_WORKER_SECRETS = (
+    "WORKER_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "WORKER_GIT_TOKEN",
+    "WORKER_FLEET__DATABASE_URL",
+)
 
 
 def child_env() -> dict[str, str]:
@@ -90,6 +99,8 @@ def run_process(
     stop: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
     on_stderr: LineHandler | None = None,
+    line_cap_bytes: int = LINE_CAP,
+    log_cap_bytes: int = LOG_CAP,
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
@@ -156,13 +167,11 @@ def run_process(
     size = 0
     truncated = False
     stopped: str | None = None
-    log_file: IO[str] | None = None
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = log_path.open("a", encoding="utf-8")
+    log_file = CappedLog(log_path, log_cap_bytes) if log_path is not None else None
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
+        # Raw bytes in chunks: one endless line never sits whole in memory.
+        for line in bounded_lines(proc.stdout, line_cap_bytes):
             if log_file is not None:
                 log_file.write(line)
             if size < cap_bytes:
@@ -215,7 +224,7 @@ def _drain(
     if stream is None:
         return
     total = 0
-    for line in stream:
+    for line in bounded_lines(stream, 16_000):
         if on_line is not None:
             on_line(line)
         into.append(line)

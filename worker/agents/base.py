@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult
 from worker.proc import LineHandler, ProcResult, run_process
 
@@ -79,7 +80,7 @@ class EventCollector:
         raise NotImplementedError
 
     def feed(self, line: str) -> str | None:
-        stop = self.take(self.normalise(line, self.index))
+        stop = self.take([clip_event(e) for e in self.normalise(line, self.index)])
         self.index += 1
         return stop
 
