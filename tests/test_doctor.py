@@ -246,3 +246,29 @@ def test_the_real_codex_and_gemini_report_a_known_version(
     assert gemini[0] == "ok" and "Gemini CLI" in gemini[1] and "0.61.0" in gemini[1]
     assert command[0] == "fail" and "'no-such' is not found on PATH" in command[1]
     assert code == 78
+
+
+def test_folders_the_agent_can_write_are_named(
+    cli: CliRunner, workspace: Path, claude_ok: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox or state folder inside the working tree is a warning naming its key."""
+    monkeypatch.setenv("WORKER_STATE_DIR", str(workspace / "state"))
+    code, data = _doctor(cli, workspace)
+    found = _by_check(data, "reach")
+    assert code == 0 and {status for status, _ in found} == {"warn"}
+    assert any(m.startswith("state_dir") for _, m in found)
+    assert any(m.startswith("inbox_dir") for _, m in found)
+
+
+def test_a_damaged_database_fails_the_integrity_check(
+    cli: CliRunner, workspace: Path, claude_ok: Path
+) -> None:
+    """`PRAGMA integrity_check` runs on the state database; a file that is not one fails."""
+    settings = load_settings(workspace)
+    code, data = _doctor(cli, workspace)
+    assert _by_check(data, "database")[0][0] == "ok"
+    settings.db_path.parent.mkdir(parents=True, exist_ok=True)
+    settings.db_path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    code, data = _doctor(cli, workspace)
+    ((status, message),) = _by_check(data, "database")
+    assert code == 78 and status == "fail" and str(settings.db_path) in message

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from worker import integrity, statedir
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
@@ -155,6 +156,41 @@ def check_state(context: Context) -> Iterable[Finding]:
     yield Finding("state", Status.OK, f"the state folder {state} is writable")
 
 
+def check_reach(context: Context) -> Iterable[Finding]:
+    """worker's own folders inside the working tree can be written by the agent."""
+    settings = context.settings
+    for key in statedir.exposed(settings):
+        folder = settings.state if key == "state_dir" else settings.inbox
+        yield Finding(
+            "reach",
+            Status.WARN,
+            f"{key} ({folder}) lies inside the working tree, where the agent can write: move it "
+            "out (the default is outside), see the README's Security section",
+        )
+    old = statedir.legacy_dir(settings.workspace, settings.state)
+    if old is not None:
+        yield Finding(
+            "reach",
+            Status.WARN,
+            f"an old state folder {old} is still in the working tree: the next run moves it",
+        )
+
+
+def check_database(context: Context) -> Iterable[Finding]:
+    """SQLite's integrity check and WAL mode on the state database."""
+    result = integrity.check_database(context.settings)
+    where = context.settings.db_path
+    if result["ok"]:
+        yield Finding("database", Status.OK, f"the database {where}: {result['integrity']}")
+    else:
+        yield Finding(
+            "database",
+            Status.FAIL,
+            f"the database {where}: integrity {result['integrity']}, journal mode "
+            f"{result['journal_mode']}: restore it from a backup or move it aside",
+        )
+
+
 def check_inbox(context: Context) -> Iterable[Finding]:
     inbox = context.settings.inbox
     if not inbox.exists():
@@ -235,6 +271,8 @@ CHECKS: list[tuple[str, Check]] = [
     ("modes", check_modes),
     ("agents", check_agents),
     ("state", check_state),
+    ("reach", check_reach),
+    ("database", check_database),
     ("inbox", check_inbox),
     ("github", check_github),
     ("environment", check_environment),
