@@ -112,7 +112,8 @@ def test_crontab_carries_path_and_worker_variables_but_no_secret(
 ) -> None:
     (crontab,) = _files(cli, "cron", workspace).values()
     (job,) = [line for line in crontab.splitlines() if not line.startswith("#")]
-    assert "PATH=/home/u/.npm-global/bin:/usr/bin:/bin WORKER_LEASE_SECONDS=600" in job
+    assert "PATH=/home/u/.npm-global/bin:/usr/bin:/bin WORKER_" in job
+    assert " WORKER_LEASE_SECONDS=600 " in job
     assert job.index("WORKER_LEASE_SECONDS=600") < job.index("-m worker run")
 
 
