@@ -25,7 +25,7 @@ from worker.models import AgentRequest, InfraKind
 from worker.modes import load_modes, permission_args
 from worker.runner import RunOptions, run_once
 
-from .conftest import run_worker, write_message
+from .conftest import run_worker, state_of, write_message
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +77,7 @@ def _request(workspace: Path, timeout_s: float = 120, **extra: object) -> AgentR
 
 
 def _iterations(workspace: Path) -> list[tuple[str, str | None]]:
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     try:
         return db.execute("SELECT status, reason_code FROM iterations ORDER BY id").fetchall()
     finally:
