@@ -26,7 +26,7 @@ from worker.sources.registry import build_sources
 from worker.store import Store
 from worker.waits import phase0
 
-__all__ = ["RunOptions", "RunReport", "request_stop", "run_once"]
+__all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +107,18 @@ def _find(settings: Settings, sources: list[TaskSource], task_id: str) -> Task:
     raise UsageError(f"--task-id {task_id}: no such task in {names}")
 
 
-def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
+def preview(settings: Settings, options: RunOptions | None = None) -> tuple[Snapshot, Decision]:
+    """What a run would see and decide now, with no claim, write or move (`worker queue`)."""
     last_run = _read_kv_readonly(settings, LAST_RUN_KEY)
     sources = build_sources(
         settings, None, dry_run=True, fallback_last_run=float(last_run) if last_run else None
     )
-    snap = _snapshot(settings, sources, None, options, dry_run=True)
-    decision = decide(snap)
+    snap = _snapshot(settings, sources, None, options or RunOptions(), dry_run=True)
+    return snap, decide(snap)
+
+
+def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
+    _, decision = preview(settings, options)
     report = RunReport(
         Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
     )

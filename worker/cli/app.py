@@ -16,10 +16,12 @@ from worker.cli import (
     intercom,
     log,
     modes,
+    queue,
     run,
     schedule,
     serve,
     status,
+    submit,
     supervise,
     waits,
     why,
@@ -50,6 +52,8 @@ for module in (
     serve,
     supervise,
     schedule,
+    submit,
+    queue,
 ):
     module.register(app)
 
