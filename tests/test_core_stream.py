@@ -12,6 +12,7 @@ from worker.models import EventKind
 
 from .conftest import TRANSCRIPTS
 
+
 def test_simple_text_transcript() -> None:
     lines = (TRANSCRIPTS / "claude-stream-simple-text.jsonl").read_text().splitlines()
     collector = StreamCollector()

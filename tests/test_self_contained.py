@@ -1,7 +1,7 @@
 """The repository stands on its own: a clone anywhere passes its tests.
 
-Nothing in the project may point outside it (the developers' `../shared` folder is not part of
-a clone), and the recorded fixtures the tests read travel with their licences.
+Nothing in the project may point outside it (the developers' folder beside the checkout is not
+part of a clone), and the recorded fixtures the tests read travel with their licences.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _tracked_files() -> list[Path]:
 
 
 def test_no_file_points_outside_the_repository() -> None:
-    """No code, comment, test, bench or document refers to the developers' ../shared folder."""
+    """No code, comment, test or document refers to the folder beside the checkout."""
     needle = "../" + "shared"  # split so that this file does not match itself
     offenders = []
     for path in _tracked_files():

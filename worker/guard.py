@@ -3,10 +3,9 @@
 Without `--use-worktree` the agent works in the workspace itself, where `worker.toml`, the
 modes file and the state folder live. An agent (or the untrusted text it read) must not be able
 to change how the next run behaves: a mode gaining `--dangerously-skip-permissions`, a new
-fallback command. The agent once deleted its runner's own files (`git clean`,
-reported against peers' runners). So the configuration is snapshotted before the task and restored after
-it, the agent's version kept beside the run's logs; a deleted database is written back from the
-open connection.
+fallback command. Agents have deleted their runners' own files (`git clean`). So the
+configuration is snapshotted before the task and restored after it, the agent's version kept
+beside the run's logs; a deleted database is written back from the open connection.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ from worker.supervision.protocol import IterationView, NullSupervisor, TaskSuper
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
 from worker.workspace_git import changed_files, diff_digest, save_diff
 
-# The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3) means the agent, not the task, is broken.
+# The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3) means
+# the agent, not the task, is broken.
 _SAME_ERROR_LIMIT = 3
 
 

@@ -1,7 +1,7 @@
 """Settings of the supervisor (section `[supervision]` of worker.toml).
 
-Defaults come from public agents ( Cline, Roo Code, Gemini CLI, OpenCode, OpenHands, SWE-agent, Magentic-One,
-Goose) and from the supervisor-loop spec this project started from. Where
+Defaults come from public agents (Cline, Roo Code, Gemini CLI, OpenCode, OpenHands, SWE-agent,
+Magentic-One, Goose) and from the supervisor-loop spec this project started from. Where
 no public default exists the number is ours, and the comment says so.
 
     [supervision]

@@ -15,7 +15,8 @@ from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_sta
 if TYPE_CHECKING:
     from worker.config import Settings
 
-# Without a known reset time, back off 15, 30, 60 minutes (Claude Code's usage limits reset within 5 hours).
+# Without a known reset time, back off 15, 30, 60 minutes (Claude Code's usage limits reset
+# within 5 hours).
 USAGE_LIMIT_BACKOFF_S = (900, 1800, 3600)
 
 
