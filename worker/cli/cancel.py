@@ -23,6 +23,9 @@ def cancel(
         ),
     ] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Resume a paused task.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Leave the order even for a task not seen yet.")
+    ] = False,
     reason: Annotated[str, typer.Option("--reason", help="Why (told to the task's source).")] = "",
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
@@ -32,11 +35,14 @@ def cancel(
     from worker.errors import UsageError
     from worker.kernel.control import write_order
     from worker.kernel.model import Order
+    from worker.known_tasks import require_known
 
     if pause and resume:
         raise UsageError("--pause and --resume cannot be used together")
     order = Order.PAUSE if pause else Order.RESUME if resume else Order.CANCEL
-    written = write_order(settings_for(workspace), task, order, reason)
+    settings = settings_for(workspace)
+    require_known(settings, task, force=force)
+    written = write_order(settings, task, order, reason)
     ui.emit(
         {
             "order": written.id,
