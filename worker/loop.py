@@ -50,12 +50,23 @@ class Progress(Protocol):
     def start(self, text: str) -> None: ...
     def update(self, text: str) -> None: ...
     def stop(self, text: str) -> None: ...
+    # worker.progress.Tracker: the heartbeat `worker status` and the live display read
+    def step(
+        self, mode: str, model: str, iteration: int, limit: int, seq: int, cost: float
+    ) -> None: ...
+    def event(self, event: AgentEvent) -> None: ...
+    def finding(self, text: str) -> None: ...
 
 
 class _Quiet:
     def start(self, text: str) -> None: ...
     def update(self, text: str) -> None: ...
     def stop(self, text: str) -> None: ...
+    def step(
+        self, mode: str, model: str, iteration: int, limit: int, seq: int, cost: float
+    ) -> None: ...
+    def event(self, event: AgentEvent) -> None: ...
+    def finding(self, text: str) -> None: ...
 
 
 @dataclass
@@ -172,6 +183,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             max_budget_usd=budget_left(mode, cost_cap, result.cost_usd),
         )
         label = f"{mode.id} ({model}) iteration {iteration}/{limit}"
+        ctx.progress.step(mode.id, model, iteration, limit, seq, result.cost_usd)
         ctx.progress.start(f"{label}: running")
         t0 = time.monotonic()
         agent = _act(ctx, mode, request, label, t0)
@@ -238,6 +250,8 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 )
             )
             record.steering = steering
+            if steering:
+                ctx.progress.finding(steering[-1])
         emergency = agent.stopped if (agent.stopped or "").startswith("supervisor") else None
         if agent.stopped and emergency is None:
             return finish(Outcome.STOPPED, agent.stopped, "STOP_REQUESTED")
@@ -319,6 +333,7 @@ def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: fl
             return "stop requested"
         if event.output_tokens:
             tokens[0] += event.output_tokens
+        ctx.progress.event(event)
         ctx.progress.update(f"{label}: {time.monotonic() - t0:.0f}s, {tokens[0]} tokens out")
         return ctx.supervisor.on_event(event)
 

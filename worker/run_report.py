@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from worker.models import Outcome
 
 if TYPE_CHECKING:  # the loop and the agents load only when a task runs
-    from worker.loop import Progress
+    from worker.progress import Display
 
 
 @dataclass
@@ -19,7 +19,7 @@ class RunOptions:
     model: str | None = None
     use_worktree: bool = False
     open_pr: bool | None = None
-    progress: Progress | None = None
+    progress: Display | None = None
 
 
 @dataclass

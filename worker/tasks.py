@@ -13,6 +13,7 @@ from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
 from worker.orphans import start_time
+from worker.progress import Tracker
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
@@ -65,8 +66,7 @@ def execute(
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
         on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
     )
-    if options.progress is not None:
-        ctx.progress = options.progress
+    ctx.progress = Tracker(store, run_id, task, options.progress)  # heartbeat for `status`
     from worker.kernel.watcher import StopWatcher  # obeys stop/pause orders while it runs
 
     watcher = StopWatcher(settings, task, stop)

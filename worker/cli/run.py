@@ -40,6 +40,9 @@ def run(
             "tasks).",
         ),
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress lines; only the result.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a ready wait state, or take the next task, drive the agent, report."""
@@ -47,7 +50,7 @@ def run(
     from worker.signals import stop_signals
 
     settings = settings_for(workspace)
-    progress = None if as_json else ui.IterationProgress()
+    progress = ui.LiveProgress(quiet=quiet or as_json)
     # SIGTERM (cron, systemd, Task Scheduler ending the job) or Ctrl-C: the agent's process
     # group is ended, its work kept and the task released, instead of an orphaned agent
     # working on while its lease runs out and another run takes the same task.
