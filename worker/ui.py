@@ -26,6 +26,12 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
 
 
+def print_jsonl(data: Any) -> None:
+    """One JSON object on one line, flushed (a stream another program reads as it comes)."""
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+
+
 def error(message: str) -> None:
     err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
 
@@ -51,7 +57,7 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = No
 
     grid = Table(title=title)
     for col in columns:
-        grid.add_column(col)
+        grid.add_column(col, overflow="fold")  # long ids and codes wrap, never cut
     for row in rows:
         grid.add_row(*(_cell(row.get(col)) for col in columns))
     out.print(grid)

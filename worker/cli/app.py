@@ -20,6 +20,7 @@ from worker.cli import (
     run,
     schedule,
     serve,
+    show,
     status,
     submit,
     supervise,
@@ -54,6 +55,7 @@ for module in (
     schedule,
     submit,
     queue,
+    show,
 ):
     module.register(app)
 
