@@ -62,6 +62,8 @@ class Settings(BaseModel):
     task_wall_clock_s: float = Field(4 * 3600.0, gt=0)
     # SWE-agent's default budget per task is $3 (its `per_instance_cost_limit`).
     task_cost_cap_usd: float = Field(3.0, gt=0)
+    # This machine's spend per UTC day (agents and reviewers); reached, tasks wait for the next.
+    daily_cost_cap_usd: float | None = Field(None, gt=0)
     output_cap_bytes: int = Field(2_000_000, gt=1000)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     github: GitHubSettings = Field(default_factory=GitHubSettings)

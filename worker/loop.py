@@ -17,6 +17,7 @@ from typing import Protocol
 
 from worker.agents.registry import adapter_for, permission_args
 from worker.config import Settings
+from worker.costs import DAILY_BUDGET_REACHED, daily_cap_reached, save_budget_wait
 from worker.iteration import (
     budget_left,
     escalation_code,
@@ -153,6 +154,13 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
             )
         model = ctx.forced_model or (start.model if mode.id == start.mode else None) or mode.model
+        spent = daily_cap_reached(settings, ctx.store)
+        if spent is not None:
+            point = WaitPoint(
+                task, mode.id, model, iteration, "", session_id, result.modes, result.cost_usd
+            )
+            result.wait_state = save_budget_wait(settings, point, spent)
+            return finish(Outcome.WAITING, "the daily spend cap is reached", DAILY_BUDGET_REACHED)
         limit = mode.iterations_before_escalation
         prompt = build_prompt(
             PromptParts(

@@ -10,6 +10,7 @@ import typer
 from worker import __version__
 from worker.cli import (
     cancel,
+    costs,
     directives,
     fleet,
     inspect,
@@ -56,6 +57,7 @@ for module in (
     submit,
     queue,
     show,
+    costs,
 ):
     module.register(app)
 
