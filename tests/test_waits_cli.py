@@ -103,8 +103,9 @@ def test_status_at_a_glance(settings: Settings) -> None:
     result = run_worker(settings.workspace, "status")
     assert result.returncode == 0, result.stderr
     assert "waiting: 1" in result.stdout
-    row = result.stdout.splitlines()[-1].split("\t")
-    assert row[:2] == ["msg-9", "intercom_message"] and row[-2] == "2.0 h" and row[-1] == "no"
+    row = next(r for r in result.stdout.splitlines() if r.startswith("msg-9")).split("\t")
+    assert row[:2] == ["msg-9", "a local message: an answer"]
+    assert row[-2] == "2.0 h" and row[-1] == "no"
     data = json.loads(run_worker(settings.workspace, "status", "--json").stdout)
     assert data["waiting"][0]["task_id"] == "msg-9" and data["last_run"] is None
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worker.daemon.settings import DaemonSettings
 from worker.errors import ConfigError
+from worker.notify.settings import NotifySettings
 from worker.review.settings import ReviewSettings
 from worker.sources.github_settings import GitHubSettings
 from worker.supervision.settings import SupervisionSettings
@@ -71,6 +72,7 @@ class Settings(BaseModel):
     supervision: SupervisionSettings = Field(default_factory=SupervisionSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
 
     @field_validator("machine_id")
     @classmethod

@@ -20,6 +20,22 @@ def log_rows(store: Store, limit: int) -> list[dict[str, Any]]:
     return describe(store, store.recent_runs(limit))
 
 
+def runs_where(
+    store: Store, where: str, params: tuple[Any, ...], limit: int = 20
+) -> list[dict[str, Any]]:
+    """Runs matching an SQL condition (written here, never from input), newest first."""
+    rows = store.db.execute(
+        f"SELECT * FROM runs WHERE {where} ORDER BY id DESC LIMIT ?", (*params, limit)
+    )
+    found = []
+    for row in rows:
+        run = dict(row)
+        for key in ("modes", "reason_codes"):
+            run[key] = json.loads(run[key] or "[]")
+        found.append(run)
+    return found
+
+
 def describe(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     titles = progress_of(store, [r["id"] for r in runs])
     rows = []
@@ -75,16 +91,13 @@ def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
     if not settings.db_path.exists():
         raise UsageError(f"no runs yet in {settings.workspace}; `worker run` records them")
     with Store(settings.db_path) as store:
-        row = store.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+        found = runs_where(store, "id = ?", (run_id,))
+        if not found:
             raise UsageError(f"no run {run_id}; `worker log` lists the runs")
         tools = tools_of(store, run_id)
         iterations = []
         for it in store.iterations_of(run_id):
             extra = tools.get(it["seq"], {"tools": {}, "files": []})
             iterations.append({**it, **extra})
-        run = dict(row)
-        for key in ("modes", "reason_codes"):
-            run[key] = json.loads(run[key] or "[]")
-        described = describe(store, [run])[0]
+        described = describe(store, found)[0]
     return {"run": described, "iterations": iterations}

@@ -17,6 +17,7 @@ from worker.errors import UsageError
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import ModeSet, load_modes, modes_path
+from worker.notify.events import on_run_start
 from worker.orphans import end_orphans
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
@@ -204,6 +205,7 @@ def _take_and_run(
     t0: float,
     taken: list[Decision],
 ) -> RunReport:
+    on_run_start(settings, store)  # Telegram's commands (approvals) first; unsent notifications
     last_run = store.get(LAST_RUN_KEY)
     sources = build_sources(
         settings,

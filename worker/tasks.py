@@ -12,6 +12,7 @@ from worker.guard import WorkspaceGuard
 from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
+from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
 from worker.progress import Tracker
 from worker.scheduling import Decision
@@ -93,6 +94,7 @@ def execute(
     result = watcher.settle(result, mode_id)
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)
+    notify_after_task(settings, store, result, run_id)  # queued, sent, never raises
     try:
         after_task(settings, store, result)
     except Exception as exc:  # reviewers never stop the task queue
