@@ -101,8 +101,9 @@ def test_approval_request_reaches_telegram_and_webhook_and_is_approved_from_tele
     resumed = fake_claude.task_calls[-1]["stdin"]
     assert "go ahead" in resumed
     reply = bot.sent()[1]
-    assert reply["chat_id"] == ALLOWED and "approval of msg-ask noted by telegram:alice" in (
-        reply["text"]
+    assert (
+        reply["chat_id"] == ALLOWED
+        and "approval of msg-ask noted by telegram:alice" in (reply["text"])
     )
     with Store(load_settings(workspace).db_path) as store:
         row = store.db.execute("SELECT chat_id, user, result FROM notify_commands").fetchone()
@@ -217,9 +218,7 @@ def test_daily_cap_makes_new_tasks_wait_for_the_next_day_and_notifies(
     budget = [b for b in hook.bodies() if b["event"] == "daily_budget"]
     assert len(budget) == 1 and "daily spend cap ($0.05) is reached" in budget[0]["title"]
     assert any("daily spend cap" in m["text"] for m in bot.sent())
-    status = json.loads(
-        CliRunner().invoke(app, ["status", "--json", "-w", str(workspace)]).stdout
-    )
+    status = json.loads(CliRunner().invoke(app, ["status", "--json", "-w", str(workspace)]).stdout)
     assert status["spent_today_usd"] == 0.06 and status["daily_cost_cap_usd"] == 0.05
 
 

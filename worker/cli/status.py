@@ -38,9 +38,7 @@ def _render(data: dict[str, Any]) -> None:
         ui.line("queue: " + (", ".join(f"{k} {v}" for k, v in queue.items()) or "empty"))
     _failures(data)
     cap = data["daily_cost_cap_usd"]
-    ui.line(
-        f"spent today: ${data['spent_today_usd']:.4f}" + (f" of ${cap:.2f}" if cap else "")
-    )
+    ui.line(f"spent today: ${data['spent_today_usd']:.4f}" + (f" of ${cap:.2f}" if cap else ""))
     if data["unsent"]:
         ui.warn(f"{data['unsent']} notification(s) not sent yet; they are retried on each run")
     if data["quarantined"]:
