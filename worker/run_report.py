@@ -39,6 +39,8 @@ class RunReport:
     command: list[str] | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     mode_reason: str | None = None
+    review_s: float = 0.0  # the reviewers after the task, not in duration_s or cost_usd
+    review_cost_usd: float = 0.0
 
     @property
     def mode(self) -> str | None:
@@ -66,4 +68,8 @@ class RunReport:
             "command": self.command,
             "candidates": self.candidates,
             "mode_reason": self.mode_reason,
+            "reviewers": {
+                "duration_s": round(self.review_s, 3),
+                "cost_usd": round(self.review_cost_usd, 6),
+            },
         }

@@ -293,7 +293,8 @@ def _take_and_run(
     report.reason_codes += [c for c in result.reason_codes if c not in report.reason_codes]
     report.cost_usd, report.branch = result.cost_usd, result.branch
     report.wait_state = str(result.wait_state) if result.wait_state else None
-    report.duration_s = time.monotonic() - t0
+    report.duration_s = time.monotonic() - t0 - result.review_s  # reviewers are apart
+    report.review_s, report.review_cost_usd = result.review_s, result.review_cost_usd
     store.finish_run(
         run_id,
         task_id=decision.task.id,

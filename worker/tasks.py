@@ -14,7 +14,7 @@ from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
 from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
-from worker.progress import Tracker
+from worker.progress import Tracker, review_step
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
@@ -95,10 +95,12 @@ def execute(
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)
     notify_after_task(settings, store, result, run_id)  # queued, sent, never raises
-    try:
-        after_task(settings, store, result)
-    except Exception as exc:  # reviewers never stop the task queue
-        log.warning("reviewers failed after %s: %s", task.id, exc)
+    with review_step(store, options.progress) as review:
+        try:
+            after_task(settings, store, result)
+        except Exception as exc:  # reviewers never stop the task queue
+            log.warning("reviewers failed after %s: %s", task.id, exc)
+    result.review_s, result.review_cost_usd = review.duration_s, review.cost_usd
     return result
 
 

@@ -7,6 +7,7 @@ NO_COLOR is honoured by Rich itself.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -38,6 +39,26 @@ def error(message: str) -> None:
 
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+
+
+class LogLines(logging.Handler):
+    """Log records on stderr: `warning: ...` lines (no traceback) unless --verbose, where
+    they keep their time, level, logger and traceback."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        super().__init__()
+        self.verbose = verbose
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.verbose:
+                text = self.format(record)
+            else:
+                text = f"{record.levelname.lower()}: {record.getMessage()}"
+            err.print(text, markup=False, highlight=False)
+        except Exception:
+            self.handleError(record)
 
 
 def line(text: str) -> None:
@@ -84,6 +105,7 @@ class LiveProgress:
         self._live: Any = None
         self._step: Step | None = None
         self._said: str | None = None  # the last finding printed as a plain line
+        self._phase: tuple[str, float] | None = None  # a step of its own: name, start
 
     # -- the loop's calls -------------------------------------------------------------------
     def step(self, step: Step) -> None:
@@ -98,21 +120,38 @@ class LiveProgress:
         self._plain(f"{step.task_id}: supervisor: {step.finding}")
 
     def start(self, text: str) -> None:
-        if not self.live_ok:
+        self._start_live()
+
+    def update(self, text: str) -> None:
+        """The loop's own status text: the live panel draws from the step instead."""
+
+    def stop(self, text: str) -> None:
+        self._stop_live()
+        self._plain(f"{self._step.task_id}: {text}" if self._step else text)
+
+    def phase(self, name: str) -> None:
+        """A step of its own after the task (the reviewers): a ticking clock on a terminal."""
+        self._phase = (name, time.time())
+        self._start_live()
+
+    def phase_end(self, text: str | None) -> None:
+        self._stop_live()
+        self._phase = None
+        if text:
+            self._plain(text)
+
+    def _start_live(self) -> None:
+        if not self.live_ok or self._live is not None:
             return
         from rich.live import Live
 
         self._live = Live(_Panel(self), console=out, refresh_per_second=4, transient=True)
         self._live.start()
 
-    def update(self, text: str) -> None:
-        """The loop's own status text: the live panel draws from the step instead."""
-
-    def stop(self, text: str) -> None:
+    def _stop_live(self) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None
-        self._plain(f"{self._step.task_id}: {text}" if self._step else text)
 
     def note(self, text: str) -> None:
         """A line of its own (a reviewer's step, a cycle), timestamped off a terminal."""
@@ -128,10 +167,13 @@ class LiveProgress:
 
     def lines(self, now: float | None = None) -> list[str]:
         """The live panel's text (tests read it without a terminal)."""
+        now = time.time() if now is None else now
+        if self._phase is not None:
+            name, since = self._phase
+            return [f"{name}: running  {_clock(now - since)}"]
         step = self._step
         if step is None:
             return []
-        now = time.time() if now is None else now
         lines = [
             f"{step.task_id}: {step.title}"[:200],
             f"{_where(step)}  {_clock(now - step.step_started_at)}"

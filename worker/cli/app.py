@@ -75,9 +75,10 @@ def _root(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
 ) -> None:
+    from worker import ui
+
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
     )
 
 
