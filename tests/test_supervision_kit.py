@@ -22,7 +22,7 @@ from worker.supervision.supervisor import Supervisor
 
 TASK = Task(id="task-1", source="inbox", title="Fix the parser")
 WRITTEN = Path(__file__).parent / "fixtures" / "transcripts_supervision"
-RECORDED = Path(__file__).parents[2] / "shared" / "fixtures" / "transcripts"
+RECORDED = Path(__file__).parent / "fixtures" / "transcripts"
 
 
 @dataclass
