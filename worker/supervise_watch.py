@@ -1,6 +1,7 @@
 """What `worker supervise` tells its terminal or journald: the child's starts, exits and
 restarts, read from the supervisor's own event table as they are recorded. A crash loop
-(the supervisor rolls back or gives up with a crash-loop reason) is also a notification."""
+(the supervisor rolls back or gives up with a crash-loop reason) is also a notification.
+Only the control plane is imported here: no source, wait state or agent."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from worker.config import Settings
 from worker.daemon.state import open_store
-from worker.notify.events import crash_loop
+from worker.notify import outbox
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,21 @@ def describe(event: dict[str, Any]) -> str:
     }
     template = _WORDS.get(event["kind"], event["kind"] + " {reason}")
     return template.format(**fields).strip()
+
+
+def crash_loop(settings: Settings, store: Store, reason: str, at: float) -> None:
+    """Queue and send the `crash_loop` notification (retried by later runs if it fails)."""
+    if not outbox.channels(settings):
+        return
+    outbox.enqueue(
+        settings,
+        store,
+        "crash_loop",
+        f"crash_loop:{settings.machine_id}:{at:.0f}",
+        f"worker on {settings.machine_id}: crash loop",
+        f"{reason}\n`worker supervise status` shows the restarts.",
+    )
+    outbox.flush(settings, store)
 
 
 class EventWatch:

@@ -1,6 +1,7 @@
-"""What is worth telling someone, queued in the outbox and sent at once (or on a later run):
-a task that needs approval (with its question), failed, or is done; a crash loop; the daily
-spend reached. Nothing here ever raises into a task: a failure is logged."""
+"""What is worth telling someone about a task, queued in the outbox and sent at once (or on a
+later run): it needs approval (with its question), failed, is done, or met the daily spend
+cap. Nothing here ever raises into a task: a failure is logged. (A crash loop is told by
+`worker.supervise_watch`, which must not load the data plane.)"""
 
 from __future__ import annotations
 
@@ -45,21 +46,6 @@ def on_run_start(settings: Settings, store: Store) -> None:
         outbox.flush(settings, store)
     except Exception:
         log.warning("notify: pending notifications not sent", exc_info=True)
-
-
-def crash_loop(settings: Settings, store: Store, reason: str, at: float) -> None:
-    """`worker supervise` saw its child crash in a loop."""
-    if not outbox.channels(settings):
-        return
-    outbox.enqueue(
-        settings,
-        store,
-        "crash_loop",
-        f"crash_loop:{settings.machine_id}:{at:.0f}",
-        f"worker on {settings.machine_id}: crash loop",
-        f"{reason}\n`worker supervise status` shows the restarts.",
-    )
-    outbox.flush(settings, store)
 
 
 def _queue_outcome(settings: Settings, store: Store, result: TaskResult, run_id: int) -> None:
