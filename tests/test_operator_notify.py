@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -257,3 +258,29 @@ def test_costs_groups_the_spend_and_shows_reviewers_apart(
     assert "--since 'soon'" in str(bad.exception)
     text = CliRunner().invoke(app, ["costs", "--by", "source", "-w", str(workspace)]).stdout
     assert "tasks: $0.0500" in text and "reviewers: $0.5000" in text
+
+
+def test_serve_reads_commands_by_long_polling_on_a_thread(
+    workspace: Path, fake_claude: FakeAgent, bot: FakeBotAPI, hook: WebhookReceiver
+) -> None:
+    """While the poller runs, runs leave getUpdates to it (Telegram allows one reader)."""
+    from worker.notify.telegram import Poller, polling
+
+    _configure(workspace, bot, hook)
+    _ask_approval(fake_claude, workspace)
+    before = len(bot.requests)
+    poller = Poller(load_settings(workspace)).start()
+    try:
+        assert polling.is_set()
+        bot.user_says(ALLOWED, "alice", "/approve msg-ask fine by me")
+        deadline = time.monotonic() + 60  # only keeps a broken poller from hanging the suite
+        while len(bot.sent()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        report = _run(workspace)  # resumes the approved task; does not poll itself
+    finally:
+        poller.stop()
+    assert not polling.is_set()
+    timeouts = {b["timeout"] for p, b in bot.requests[before:] if p.endswith("/getUpdates")}
+    assert timeouts == {25}  # the poller's long polls only; a run's quick look uses 0
+    assert "approval of msg-ask noted by telegram:alice" in bot.sent()[1]["text"]
+    assert (report.task_id, report.outcome) == ("msg-ask", Outcome.SUCCESS)

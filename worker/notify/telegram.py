@@ -133,8 +133,9 @@ class Poller:
             except Exception as exc:  # an outage must not end serve: wait and try again
                 log.warning("telegram: polling failed: %s", exc)
                 self._stop.wait(5.0)
-            if timeout == 0:
-                self._stop.wait(1.0)
+            # A pause between polls: a server that answers at once (no long polling) or a
+            # zero timeout must not make this a busy loop.
+            self._stop.wait(0.5)
 
 
 def _record(store: Store, update_id: int, chat: Any, user: str, text: str, result: str) -> None:
