@@ -43,7 +43,10 @@ def log_command(
     settings = settings_for(workspace)
     if follow:
         for row in follow_runs(settings, limit, threading.Event()):
-            ui.print_jsonl(row) if as_json else ui.line(_follow_line(row))
+            if as_json:
+                ui.print_jsonl(row)
+            else:
+                ui.line(_follow_line(row))
         return
     rows: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
