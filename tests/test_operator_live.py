@@ -3,6 +3,7 @@ is silent; off a terminal it prints timestamped lines; `--quiet` prints only the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -122,3 +123,30 @@ def test_off_a_terminal_progress_is_timestamped_lines(
     assert lines[-1].startswith("reason codes: ")
     quiet = run_worker(workspace, "run", "--quiet")
     assert quiet.stdout.startswith("idle: nothing to do")
+
+
+def test_reviewers_are_a_step_of_their_own_with_their_time_and_cost_apart(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.reviewer_kit import knowledge_answer
+
+    monkeypatch.delenv("WORKER_REVIEW__ENABLED")
+    (workspace / "worker.toml").write_text(
+        "[review.style]\nenabled = false\n[review.design]\nenabled = false\n"
+        "[review.knowledge]\ninterval = 1\n",
+        encoding="utf-8",
+    )
+    task = {"status": "success", "reason": "done", "cost": 0.01}
+    reviewer = {"text": knowledge_answer("the tests need a fake claude"), "cost": 0.02}
+    fake_claude.answers(task, reviewer, task, reviewer)
+    write_message(workspace, "msg-reviewed")
+    proc = run_worker(workspace, "run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert len(fake_claude.calls) == 2  # the task, then the knowledge reviewer
+    assert report["cost_usd"] == 0.01 and report["reviewers"]["cost_usd"] == 0.02
+    assert report["reviewers"]["duration_s"] > 0
+    text = run_worker(workspace, "run", "--task-id", "msg-reviewed").stdout
+    assert re.search(r"reviewers: 1 ran in \d+\.\ds, \$0\.0200", text)
+    assert re.search(r"reviewers: \d+\.\ds, \$0\.0200 \(apart from the task's\)", text)
+    assert len(fake_claude.task_calls) == 2 and "$0.0100" in text
