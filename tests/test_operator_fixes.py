@@ -123,3 +123,16 @@ def test_log_follow_prints_a_run_as_it_happens(workspace: Path, fake_claude: Fak
         "Followed task",
         "success",
     )
+
+
+def test_warnings_are_plain_lines_unless_verbose(workspace: Path) -> None:
+    """A bad message is warned about as `warning: ...`, not as a raw log record; with -v the
+    record keeps its time, level and logger."""
+    (workspace / "inbox" / "bad.json").write_text('{"to": "all", "id": 1}', encoding="utf-8")
+    proc = run_worker(workspace, "run")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("warning: inbox: bad.json: invalid message")
+    assert "WARNING worker." not in proc.stderr
+    (workspace / "inbox" / "bad2.json").write_text('{"to": "all", "id": 2}', encoding="utf-8")
+    verbose = run_worker(workspace, "-v", "run")
+    assert "WARNING worker.sources.inbox: inbox: bad2.json" in verbose.stderr
