@@ -100,7 +100,8 @@ def execute(
             after_task(settings, store, result)
         except Exception as exc:  # reviewers never stop the task queue
             log.warning("reviewers failed after %s: %s", task.id, exc)
-    result.review_s, result.review_cost_usd = review.duration_s, review.cost_usd
+    if review.ran:
+        result.review_s, result.review_cost_usd = review.duration_s, review.cost_usd
     return result
 
 

@@ -94,7 +94,7 @@ def _render(data: dict[str, Any]) -> None:
     if data["reason"]:
         ui.line(f"reason: {data['reason']}")
     reviewers = data["reviewers"]
-    if reviewers["duration_s"] >= 0.05 or reviewers["cost_usd"]:
+    if reviewers["duration_s"] or reviewers["cost_usd"]:
         ui.line(
             f"reviewers: {reviewers['duration_s']:.1f}s, ${reviewers['cost_usd']:.4f}"
             " (apart from the task's)"

@@ -9,7 +9,7 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
-from worker.humanize import CONDITION_WORDS, duration, moment
+from worker.humanize import CONDITION_WORDS, duration, moment, yes_no
 
 
 def status_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
@@ -80,7 +80,7 @@ def _waiting(data: dict[str, Any]) -> None:
                 + (f": {w['wait_for']}" if w["wait_for"] else ""),
                 "since": moment(w["since"]),
                 "for": duration(w["waiting_s"]),
-                "ready": "yes" if w["ready"] else "no",
+                "ready": yes_no(w["ready"]),
             }
             for w in waiting
         ]
