@@ -95,7 +95,7 @@ class Step:
 
 
 class Display(Protocol):
-    """Where progress is shown (`worker.ui.LiveProgress`); every method is optional work."""
+    """Where progress is shown (`worker.ui.LiveProgress`); any method may do nothing."""
 
     def step(self, step: Step) -> None: ...
     def changed(self, step: Step) -> None: ...
@@ -147,6 +147,7 @@ class Tracker:
             seq,
             cost,
             started_at=self.now.started_at,
+            finding=self.now.finding,  # the last finding stays until a new one comes
         )
         if self.display is not None:
             self.display.step(self.now)
