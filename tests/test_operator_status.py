@@ -89,17 +89,20 @@ def _until(ws: Path, shows: Any) -> dict[str, Any]:
     raise AssertionError(f"status never showed it: {data}")
 
 
-def test_status_lists_the_last_failures_with_their_codes(workspace: Path) -> None:
-    write_message(workspace, "msg-lost", subject="Needs an agent")
-    env = {"WORKER_CLAUDE_BIN": str(workspace / "no-claude")}
-    assert run_worker(workspace, "run", env=env).returncode == 1
+def test_status_lists_the_last_failures_with_their_codes(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    fake_claude.answers({"status": "failure", "reason": "the schema is locked"})
+    write_message(workspace, "msg-lost", subject="Migrate the schema")
+    assert run_worker(workspace, "run", "--mode", "sync-complex").returncode == 1
     data = _status(workspace)
     [failure] = data["failures"]
-    assert (failure["task"], failure["title"]) == ("msg-lost", "Needs an agent")
-    assert failure["codes"] == ["AGENT_NOT_FOUND"]
+    assert (failure["task"], failure["title"]) == ("msg-lost", "Migrate the schema")
+    assert failure["codes"] == ["FAILURE_AT_TOP_MODE"]
+    assert failure["reason"] == "the schema is locked"
     text = run_worker(workspace, "status").stdout
-    assert "last failures:" in text and "AGENT_NOT_FOUND" in text
-    assert "spent today: $0.0000" in text
+    assert "last failures:" in text and "FAILURE_AT_TOP_MODE" in text
+    assert "spent today: $0.0100" in text  # the fake agent's one call
 
 
 def test_supervise_tells_child_starts_and_exits_and_a_crash_loop_is_notified(
