@@ -29,7 +29,10 @@ TRANSCRIPTS = Path(__file__).parent / "fixtures" / "transcripts"
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test reads the developer's WORKER_* settings or tokens; output is plain."""
     for name in list(os.environ):
-        if name.startswith("WORKER_") or name in ("GITHUB_TOKEN", "FAKE_CLAUDE_SCRIPT"):
+        if name.startswith(("WORKER_", "ANTHROPIC_", "CLAUDE_")) or name in (
+            "GITHUB_TOKEN",
+            "FAKE_CLAUDE_SCRIPT",
+        ):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TERM", "dumb")
     monkeypatch.setenv("COLUMNS", "200")
@@ -142,3 +145,34 @@ def cli() -> Iterator[Any]:
     from typer.testing import CliRunner
 
     yield CliRunner()
+
+
+# -- the real Claude Code against a scripted Messages API (tests/fakes/anthropic_api.py) ------
+REAL_CLAUDE = REPO / "tests" / "realcli" / "node_modules" / ".bin" / "claude"
+
+
+@pytest.fixture
+def claude_api(tmp_path: Path) -> Iterator[Any]:
+    """A scripted Anthropic Messages API on 127.0.0.1 (`AnthropicAPI`); stopped after the test.
+    Script it with `claude_api.script(text(...), tool_use(...))`, `.always(failure(529))`."""
+    from tests.fakes.anthropic_api import AnthropicAPI
+
+    api = AnthropicAPI().start()
+    yield api
+    api.stop()
+
+
+def run_with_real_claude(
+    ws: Path, api: Any, *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`worker <args>` on `ws` with the real Claude Code (the pinned one), talking only to
+    `api`, in a home folder of its own beside the workspace."""
+    home = ws.parent / "claude-home"
+    home.mkdir(exist_ok=True)
+    full = {
+        **api.env(str(home)),
+        "WORKER_CLAUDE_BIN": str(REAL_CLAUDE),
+        "WORKER_REVIEW__ENABLED": "false",
+        **(env or {}),
+    }
+    return run_worker(ws, *args, env=full, timeout=timeout)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from worker.config import load_settings
+from worker.errors import ConfigError
 from worker.runner import RunOptions, run_once
 
 from .conftest import FakeAgent, write_message
@@ -186,14 +187,15 @@ def test_agent_exiting_non_zero_is_retried_then_escalated(
     assert statuses(workspace)[0][3] == "continue"
 
 
-def test_missing_agent_executable_fails_clearly(
+def test_missing_agent_executable_is_a_configuration_error_before_any_claim(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A missing agent program is the operator's to fix (exit 78), not the task's failure."""
     monkeypatch.setenv("WORKER_CLAUDE_BIN", str(workspace / "no-such-claude"))
-    write_message(workspace, "msg-10")
-    report = run(workspace)
-    assert report.outcome.value == "failure" and report.reason_codes[-1] == "AGENT_NOT_FOUND"
-    assert "no-such-claude" in report.reason
+    message = write_message(workspace, "msg-10")
+    with pytest.raises(ConfigError, match=r"no-such-claude does not exist.*claude_bin"):
+        run(workspace)
+    assert message.exists() and json.loads(message.read_text())["status"] == "unread"
 
 
 def test_cost_cap_stops_the_task(

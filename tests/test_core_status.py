@@ -64,3 +64,16 @@ def test_markdown_decoration_and_unrelated_fields_are_tolerated() -> None:
 
 def test_unterminated_block_does_not_count() -> None:
     assert parse_status("=== AGENT STATUS ===\nSTATUS: success\n").reason_code == "NO_STATUS_BLOCK"
+
+
+def test_crlf_line_ends_are_read() -> None:
+    """Agents on Windows end lines with CRLF: the block is found and its fields are clean."""
+    text = "done\r\n=== AGENT STATUS ===\r\nSTATUS: success\r\nREASON: tests pass\r\n===\r\n"
+    block = parse_status(text)
+    assert (block.status, block.reason, block.reason_code) == ("success", "tests pass", None)
+
+
+def test_keys_and_marker_in_any_case_are_read() -> None:
+    text = "=== Agent Status ===\nStatus: Wait\nreason: needs a key\nWait_For: approval\n===\n"
+    block = parse_status(text)
+    assert (block.status, block.reason, block.wait_for) == ("wait", "needs a key", "approval")

@@ -207,16 +207,22 @@ def test_context_episode_ends_when_compaction_brings_the_fill_down() -> None:
 
 
 def test_turns_without_progress_in_one_long_iteration() -> None:
-    """Reading 30 files in a row without changing one is a stall inside an iteration."""
+    """30 turns that learn nothing (each command fails its own way) are a stall inside an
+    iteration; 40 turns reading different files, or editing through the shell, are not."""
     stream = Stream()
     for i in range(29):
-        stream.tool("Read", {"file_path": f"m{i}.py"})
+        stream.tool("Bash", {"command": f"make t{i}"}, error=f"make: *** No rule to make {'x' * i}")
     assert "stall" not in kinds(observe_all(stream))
-    stream.tool("Read", {"file_path": "m29.py"})
+    stream.tool("Bash", {"command": "make t29"}, error="make: *** No rule to make y")
     assert "stall" in kinds(observe_all(stream))
+    research = Stream()
+    for i in range(40):
+        research.tool("Read", {"file_path": f"m{i}.py"}, output=f"contents of m{i}")
+    assert "stall" not in kinds(observe_all(research))
     edited = Stream()
     for i in range(40):
-        edited.tool("Edit" if i % 10 == 9 else "Read", {"file_path": f"m{i}.py"})
+        command = f"sed -i 's/a/b/' m{i}.py" if i % 10 == 9 else "pytest -x"
+        edited.tool("Bash", {"command": command}, error=None if i % 10 == 9 else "1 failed")
     assert "stall" not in kinds(observe_all(edited))
 
 

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from worker.cli.app import app
+from worker.errors import WorkerError
 from worker.supervision.formats import detect_format, read_text
 from worker.supervision.postmortem import replay
 from worker.supervision.settings import SupervisionSettings
@@ -63,7 +64,6 @@ WRITTEN_CASES = {
     "claude-permission.jsonl": ("permission", 1),
     "claude-infrastructure.jsonl": ("infrastructure", 1),
     "claude-context.jsonl": ("context", 5),
-    "claude-stall.jsonl": ("stall", 1),
     "codex-loop.jsonl": ("loop", 3),
     "gemini-loop.jsonl": ("loop", 1),
 }
@@ -83,6 +83,13 @@ def test_inspect_finds_the_anomaly_each_written_transcript_shows(
     text = runner.invoke(app, ["inspect", str(WRITTEN / name), "-w", str(tmp_path)]).stdout
     assert f"event {start} (line {first['start_line']}): {kind}" in text
     assert first["steering"] in text
+
+
+def test_reading_32_different_files_is_research_not_a_stall(tmp_path: Path) -> None:
+    """Issue 19: every read brings new information, so a read-only run never stalls (this
+    transcript was a stall before progress meant more than a file change)."""
+    data = inspect(WRITTEN / "claude-stall.jsonl", tmp_path)
+    assert data["tool_calls"] >= 30 and data["findings"] == []
 
 
 def test_a_healthy_written_transcript_has_no_findings(tmp_path: Path) -> None:
@@ -107,9 +114,18 @@ def test_inspect_uses_the_workspace_thresholds(tmp_path: Path) -> None:
     assert data["stop"] is None
 
 
-def test_the_format_can_be_forced(tmp_path: Path) -> None:
-    data = inspect(WRITTEN / "codex-loop.jsonl", tmp_path, "--format", "claude")
-    assert data["format"] == "claude" and data["tool_calls"] == 0
+def test_the_format_can_be_forced_when_the_content_agrees(tmp_path: Path) -> None:
+    data = inspect(WRITTEN / "codex-loop.jsonl", tmp_path, "--format", "codex")
+    assert data["format"] == "codex" and data["tool_calls"] > 0
+
+
+def test_a_format_the_content_contradicts_is_a_data_error(tmp_path: Path) -> None:
+    """Issue 19: a Codex transcript read as Claude replayed as "nothing happened"; now it is
+    exit 65 naming the format the content is in."""
+    path = WRITTEN / "codex-loop.jsonl"
+    result = runner.invoke(app, ["inspect", str(path), "-w", str(tmp_path), "--format", "claude"])
+    assert isinstance(result.exception, WorkerError) and result.exception.exit_code == 65
+    assert "this is a codex transcript, not claude" in str(result.exception)
 
 
 def test_a_missing_transcript_is_a_usage_error(tmp_path: Path) -> None:
@@ -132,7 +148,8 @@ def test_format_detection() -> None:
         "gemini"
     )
     assert detect_format(['{"type":"system","subtype":"init"}']) == "claude"
-    assert detect_format(["not json"]) == "claude"
+    assert detect_format(['{"id":1,"source":"agent","action":"run","args":{}}']) == "openhands"
+    assert detect_format(["not json"]) is None
 
 
 def test_gemini_message_deltas_are_joined_into_one_message() -> None:

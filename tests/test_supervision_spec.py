@@ -150,11 +150,12 @@ def test_7b_a_growing_streak_re_arms_the_cooldown() -> None:
 
 
 def test_8_cascade_three_different_tools_failing() -> None:
-    """Read, Bash and Grep failing within five results is a cascade: verify the environment."""
+    """Read, Bash and Grep failing within five results is a cascade: verify the environment.
+    (Issue 19: a success in between would end it, so the Glob that succeeds comes first.)"""
     sup = supervisor()
-    stream = Stream().tool("Read", {"file_path": "/wrong/a"}, error="File does not exist.")
+    stream = Stream().tool("Glob", {"pattern": "*.py"}, output="a.py")
+    stream.tool("Read", {"file_path": "/wrong/a"}, error="File does not exist.")
     stream.tool("Bash", {"command": "make"}, error="Exit code 2\nNo rule to make target")
-    stream.tool("Glob", {"pattern": "*.py"}, output="a.py")
     stream.tool("Grep", {"pattern": "x"}, error="Path does not exist: /wrong")
     feed(sup, stream)
     (line,) = sup.after_iteration(view(changed=("a",)))

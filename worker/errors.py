@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     TASK_FAILED = 1
     USAGE = 2
     LOCKED = 75  # EX_TEMPFAIL: another run holds the workspace lock; retry later
+    DATA = 65  # EX_DATAERR: an input file is not in a format worker can read
     CONFIG = 78  # EX_CONFIG: fix the configuration; do not restart
 
 

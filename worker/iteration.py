@@ -35,6 +35,12 @@ def verify(agent: AgentResult) -> StatusBlock:
             else agent.stderr_tail.strip().splitlines()[-1:] or [agent.subtype or ""]
         )
         return StatusBlock(None, f"{code.lower()}: {detail[0][:200]}", reason_code=code)
+    if status.status is not None and (agent.is_error or agent.exit_code not in (0, None)):
+        # A block from an agent that then failed is not its final word: an error iteration,
+        # and the next one (same session) says again where things stand.
+        how = f"exited with code {agent.exit_code}" if agent.exit_code else "ended in an error"
+        reason = f"agent_error: {how} after writing STATUS: {status.status}"
+        return StatusBlock(None, reason, reason_code="AGENT_ERROR")
     if status.status is not None and status.reason_code == "UNKNOWN_STATUS":
         return StatusBlock(None, f"unknown status {status.status!r}", reason_code="UNKNOWN_STATUS")
     return status

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from worker.agents.infra import missing_binary
 from worker.agents.registry import adapter_for, permission_args
 from worker.config import Settings
 from worker.costs import DAILY_BUDGET_REACHED, daily_cap_reached, save_budget_wait
+from worker.infra import infra_end
 from worker.iteration import (
     budget_left,
     escalation_code,
@@ -30,6 +32,7 @@ from worker.models import (
     AgentEvent,
     AgentRequest,
     AgentResult,
+    InfraKind,
     Outcome,
     StatusBlock,
     Task,
@@ -81,6 +84,8 @@ class StartPoint:
     modes_used: list[str] = field(default_factory=list)
     cost_so_far: float = 0.0
     usage_limit_hits: int = 0
+    unavailable_hits: int = 0  # timed waits in a row for an unavailable model API
+    pending_answer: str | None = None  # the answer an outage kept from the model
     model: str | None = None  # the model the task was waiting with (restored on resume)
 
 
@@ -206,14 +211,20 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         result.final_text = agent.final_text
         ctx.renew()
 
-        if agent.not_found:
-            ctx.progress.stop(f"{label}: agent not found")
-            return finish(
-                Outcome.FAILURE,
-                f"agent executable not found: {agent.stderr_tail}",
-                "AGENT_NOT_FOUND",
-            )
-        if agent.usage_limit_hit:
+        # A CLI error the adapter did not classify, repeating across sessions (the supervisor's
+        # `cli_error` finding), is the infrastructure's failure too.
+        agent.infra = agent.infra or ctx.supervisor.infra_failure()
+        if agent.infra is not None:
+            # Not the task's failure: released as it was, or a timed wait (worker/infra.py).
+            # An answer the model never read is kept for the retry (the first one, if the
+            # outage outlasted a wait already).
+            unread = (start.pending_answer or answer) if answer is not None else None
+            end = infra_end(settings, agent.infra, wait_point(), start.unavailable_hits, unread)
+            if end is not None:
+                ctx.progress.stop(f"{label}: {agent.infra.message}")
+                result.infra, result.wait_state = agent.infra, end.wait_state
+                return finish(end.outcome, end.reason, end.code)
+        if agent.usage_limit_hit or (agent.infra and agent.infra.kind is InfraKind.USAGE_LIMIT):
             ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
             result.wait_state = save_usage_wait(
                 settings, wait_point(), agent.rate_limited_until, start.usage_limit_hits
@@ -345,4 +356,8 @@ def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: fl
         ctx.progress.update(f"{label}: {time.monotonic() - t0:.0f}s, {tokens[0]} tokens out")
         return ctx.supervisor.on_event(event)
 
-    return adapter.run(request, on_event)
+    agent = adapter.run(request, on_event)
+    if agent.not_found and agent.infra is None:
+        executable = adapter.command(request)[0]
+        agent.infra = missing_binary(mode.agent, executable, agent.stderr_tail)
+    return agent

@@ -195,6 +195,7 @@ class TaskResult:
     anomalies: list[str] = field(default_factory=list)
     review_s: float = 0.0  # the reviewers after the task: their time and cost, kept apart
     review_cost_usd: float = 0.0
+    infra: InfraFailure | None = None  # the task ended on an infrastructure failure
 
     @property
     def mode(self) -> str | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from worker.models import Outcome
+from worker.errors import ExitCode
+from worker.models import InfraKind, Outcome
 
 if TYPE_CHECKING:  # the loop and the agents load only when a task runs
     from worker.progress import Display
@@ -41,6 +42,7 @@ class RunReport:
     mode_reason: str | None = None
     review_s: float = 0.0  # the reviewers after the task, not in duration_s or cost_usd
     review_cost_usd: float = 0.0
+    infra: str | None = None  # the agent's infrastructure failure (InfraKind), if any
 
     @property
     def mode(self) -> str | None:
@@ -48,7 +50,9 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.outcome is Outcome.FAILURE else 0
+        if self.infra in (InfraKind.AUTH, InfraKind.MISSING_BINARY):
+            return ExitCode.CONFIG  # a key or the agent's path to fix; the task was left as it was
+        return ExitCode.TASK_FAILED if self.outcome is Outcome.FAILURE else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,4 +76,5 @@ class RunReport:
                 "duration_s": round(self.review_s, 3),
                 "cost_usd": round(self.review_cost_usd, 6),
             },
+            "infra": self.infra,
         }

@@ -12,11 +12,12 @@ import sqlite3
 import threading
 import time
 
+from worker.agents.infra import preflight
 from worker.config import Settings
-from worker.errors import UsageError
+from worker.errors import ConfigError, UsageError
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
-from worker.modes import ModeSet, load_modes, modes_path
+from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.notify.events import on_run_start
 from worker.orphans import end_orphans
 from worker.run_report import RunOptions, RunReport
@@ -240,6 +241,8 @@ def _take_and_run(
     excluded: set[str] = set()
     while True:
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
+        if decision.task is not None:
+            _preflight(settings, store, run_id, modes.get(_pick_mode(decision, options, modes)[0]))
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             break
         excluded.add(decision.task.id)
@@ -293,6 +296,7 @@ def _take_and_run(
     report.reason_codes += [c for c in result.reason_codes if c not in report.reason_codes]
     report.cost_usd, report.branch = result.cost_usd, result.branch
     report.wait_state = str(result.wait_state) if result.wait_state else None
+    report.infra = result.infra.kind.value if result.infra else None
     report.duration_s = time.monotonic() - t0 - result.review_s  # reviewers are apart
     report.review_s, report.review_cost_usd = result.review_s, result.review_cost_usd
     store.finish_run(
@@ -309,6 +313,24 @@ def _take_and_run(
         reason_codes=report.reason_codes,
     )
     return report
+
+
+def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> None:
+    """Before any claim: the agent that would start can start, else no task is touched (and
+    `worker why` says what to fix)."""
+    failure = preflight(settings, mode)
+    if failure is None:
+        return
+    message = f"{failure.message}. No task was taken."
+    store.record_decision(
+        run_id,
+        machine_id=settings.machine_id,
+        reason_codes=["ERROR"],
+        candidates={},
+        latency_ms=0.0,
+        error=message,
+    )
+    raise ConfigError(message)
 
 
 def _claim(

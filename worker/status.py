@@ -9,7 +9,8 @@
     ===================
 
 The last complete block in the agent's final text wins; only explicit fields count. There is
-no keyword guessing: a missing block is `continue` with reason code NO_STATUS_BLOCK.
+no keyword guessing: a missing block is `continue` with reason code NO_STATUS_BLOCK. Line ends
+may be CRLF (agents on Windows) and keys any case (`Status:`).
 """
 
 from __future__ import annotations
@@ -34,22 +35,24 @@ intercom_message|time:<ISO 8601>>
 
 _BLOCK = re.compile(
     r"^[ \t>*`]*=== ?AGENT STATUS ?===[ \t*`]*$(?P<body>.*?)^[ \t>*`]*={3,}[ \t*`]*$",
-    re.MULTILINE | re.DOTALL,
+    re.MULTILINE | re.DOTALL | re.IGNORECASE,
 )
-_FIELD = re.compile(r"^[ \t>*`-]*(?P<key>[A-Z_]+)[ \t*]*:[ \t*]*(?P<value>.*?)[ \t*`]*$")
+_FIELD = re.compile(r"^[ \t>*`-]*(?P<key>[A-Za-z_]+)[ \t*]*:[ \t*]*(?P<value>.*?)[ \t*`]*$")
 _FIELDS = {"STATUS", "REASON", "ESCALATE_TO", "WAIT_FOR", "RESUME_WHEN"}
 
 
 def parse_status(text: str) -> StatusBlock:
     """Parse the last STATUS block of `text`."""
-    blocks = list(_BLOCK.finditer(text or ""))
+    text = (text or "").replace("\r\n", "\n").replace("\r", "\n")
+    blocks = list(_BLOCK.finditer(text))
     if not blocks:
         return StatusBlock(status=None, reason_code="NO_STATUS_BLOCK")
     fields: dict[str, str] = {}
     for line in blocks[-1].group("body").splitlines():
         match = _FIELD.match(line)
-        if match and match.group("key") in _FIELDS:
-            fields[match.group("key")] = match.group("value").strip()
+        key = match.group("key").upper() if match else ""
+        if match and key in _FIELDS:
+            fields[key] = match.group("value").strip()
     raw = fields.get("STATUS", "")
     status = raw.split()[0].lower().strip("<>.,;") if raw else ""
     if not status:

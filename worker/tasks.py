@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from worker.config import Settings
 from worker.guard import WorkspaceGuard
+from worker.infra import ANSWER_KEY, HITS_KEY
 from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
@@ -151,6 +152,8 @@ def _restore(path: Path, mode_id: str, answer: str) -> StartPoint:
         modes_used=list(state.modes_used),
         cost_so_far=state.cost_usd,
         usage_limit_hits=int(extra.get("usageLimitHits", 0)),
+        unavailable_hits=int(extra.get(HITS_KEY, 0)),
+        pending_answer=extra.get(ANSWER_KEY),
         model=(state.context.model or None) if same_mode else None,
     )
 

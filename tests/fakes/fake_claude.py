@@ -20,6 +20,8 @@ last one repeats). FAKE_CLAUDE_LOG: a JSONL file where each invocation appends
   crash      print this text on stderr and exit (`exit`, default 1) before any stream, as the
              CLI does for a bad flag or a missing login
   hang_after_text   print the assistant text, then sleep this many seconds (killed mid-answer)
+  replay     print the lines of this recorded stream-json file, then sleep `hang` seconds (if
+             given) and exit with `exit`: a real CLI's stream, e.g. its API retries
 """
 
 import json
@@ -54,6 +56,13 @@ def main() -> int:
     argv = sys.argv[1:]
     resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
     model = argv[argv.index("--model") + 1] if "--model" in argv else "claude-sonnet-4-5"
+
+    if "replay" in answer:
+        with open(answer["replay"], encoding="utf-8") as handle:
+            for line in handle:
+                print(line.rstrip("\n"), flush=True)
+        time.sleep(float(answer.get("hang", 0)))
+        return int(answer.get("exit", 0))
 
     if answer.get("session_missing") and resume:
         print(f"No conversation found with session ID: {resume}", file=sys.stderr)

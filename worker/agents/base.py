@@ -62,6 +62,9 @@ class EventCollector:
         self.on_event = on_event
         self.events: list[AgentEvent] = []
         self.index = 0
+        # Set by a subclass that reads an infrastructure failure worth ending the agent for
+        # (a bad key, an API that keeps failing): the agent is stopped with this reason.
+        self.halt: str | None = None
 
     def normalise(self, line: str, index: int) -> list[AgentEvent]:
         raise NotImplementedError
@@ -81,4 +84,4 @@ class EventCollector:
             self.fold(event)
             if self.on_event is not None and stop is None:
                 stop = self.on_event(event)
-        return stop
+        return stop or self.halt

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import json
+
 from worker.agents.base import EventCollector, EventHandler, run_streaming, with_process
-from worker.agents.claude_stream import SESSION_MISSING_TEXT, USAGE_LIMIT_TEXT, normalise_line
-from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
+from worker.agents.claude_stream import (
+    AUTH_TEXT,
+    CLI,
+    SESSION_MISSING_TEXT,
+    USAGE_LIMIT_TEXT,
+    auth_failure,
+    infra_failure,
+    normalise_line,
+)
+from worker.models import (
+    AgentEvent,
+    AgentRequest,
+    AgentResult,
+    EventKind,
+    InfraFailure,
+    InfraKind,
+)
+from worker.proc import ProcResult
+
+# End the CLI at its 3rd retry of an overloaded or failing API (it would try 10 times over
+# minutes); the task then waits and tries again later.
+UNAVAILABLE_RETRIES = 3
 
 
 class ClaudeAdapter:
@@ -46,7 +68,28 @@ class ClaudeAdapter:
             result.usage_limit_hit = True
         if request.resume_session and SESSION_MISSING_TEXT.search(tail + _plain_text(proc.stdout)):
             result.session_missing = True
+        result.infra = collector.infra or _exit_failure(result, proc)
+        if result.infra is not None and not result.error:
+            result.error = result.infra.message
         return result
+
+
+def _exit_failure(result: AgentResult, proc: ProcResult) -> InfraFailure | None:
+    """What the exit says when the stream said nothing: plain-text key errors, a crash."""
+    if result.subtype != "no_result" or result.usage_limit_hit or result.session_missing:
+        return None
+    if proc.timed_out or proc.stopped or proc.not_found or proc.exit_code in (0, None):
+        return None
+    words = f"{proc.stderr_tail}\n{_plain_text(proc.stdout)}".strip()
+    lines = words.splitlines()
+    said = [line for line in lines if AUTH_TEXT.search(line)]
+    if said:
+        return auth_failure(said[-1].strip()[:300], None)
+    last = lines[-1][:300] if lines else "no output"
+    return InfraFailure(
+        InfraKind.CLI_CRASH,
+        f"{CLI} exited with code {proc.exit_code} without a result: {last}",
+    )
 
 
 class StreamCollector(EventCollector):
@@ -62,9 +105,30 @@ class StreamCollector(EventCollector):
         self.turns = 0
         self.limit_until: float | None = None
         self.limit_hit = False
+        self.infra: InfraFailure | None = None
+        self.retries = 0
 
     def normalise(self, line: str, index: int) -> list[AgentEvent]:
+        if '"api_retry"' in line or '"is_error":true' in line or '"is_error": true' in line:
+            self.watch(line)
         return normalise_line(line, index)
+
+    def watch(self, line: str) -> None:
+        """Read an API retry or an error result live: a bad key ends the agent at once, the
+        3rd retry of an unavailable API ends it too."""
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        failure = infra_failure(obj) if isinstance(obj, dict) else None
+        if failure is None:
+            return
+        self.infra = failure
+        if obj.get("type") != "system":
+            return
+        self.retries += failure.kind is InfraKind.UNAVAILABLE
+        if failure.kind is InfraKind.AUTH or self.retries >= UNAVAILABLE_RETRIES:
+            self.halt = f"infrastructure: {failure.message}"
 
     def fold(self, event: AgentEvent) -> None:
         if event.kind is EventKind.SESSION and event.session_id:

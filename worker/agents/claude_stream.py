@@ -12,11 +12,16 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from worker.models import AgentEvent, EventKind
+from worker.models import AgentEvent, EventKind, InfraFailure, InfraKind
 
 # The CLI's usage-limit text: "You've hit your limit · resets 1pm (Europe/Paris)".
 USAGE_LIMIT_TEXT = re.compile(r"(?i)(hit your (usage )?limit|usage limit reached)")
 SESSION_MISSING_TEXT = re.compile(r"(?i)no conversation found with session id")
+# The CLI's words for a bad key: "Invalid API key · Fix external API key" (2.1.x).
+AUTH_TEXT = re.compile(r"(?i)(invalid api key|authentication_(failed|error)|please run /login)")
+AUTH_ERRORS = frozenset({"authentication_failed", "authentication_error", "permission_error"})
+KEY_SETTING = "ANTHROPIC_API_KEY"
+CLI = "Claude Code"
 
 
 def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
@@ -96,6 +101,50 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
     if kind in ("stream_event", "file-history-snapshot", "summary", "queue-operation"):
         return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
     return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
+
+
+def infra_failure(obj: dict[str, Any]) -> InfraFailure | None:
+    """What a `system/api_retry` event or an error `result` says about the infrastructure.
+
+    Retries carry `error_status` (HTTP) and `error` (`authentication_failed`, `overloaded`,
+    `server_error`, ...); a result that gave up carries `api_error_status`, `api_error_type`,
+    `terminal_reason: "api_error"` and the CLI's words in `result`. A 400 (a request the API
+    refused, e.g. a prompt too long) and a usage limit are not classified here.
+    """
+    kind = obj.get("type")
+    if kind == "system" and obj.get("subtype") == "api_retry":
+        status, error, words = obj.get("error_status"), _str(obj.get("error")), ""
+    elif kind == "result" and obj.get("is_error"):
+        status, error = obj.get("api_error_status"), _str(obj.get("api_error_type"))
+        words = _str(obj.get("result")) or ""
+        if USAGE_LIMIT_TEXT.search(words):
+            return None
+        if status is None and error is None and obj.get("terminal_reason") != "api_error":
+            return auth_failure(words, None) if AUTH_TEXT.search(words) else None
+    else:
+        return None
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    if status in (401, 403) or error in AUTH_ERRORS or AUTH_TEXT.search(words):
+        return auth_failure(words or f"the API answered {error or 'authentication failed'}", status)
+    if status is not None and status < 500 and status not in (408, 409, 429):
+        return None
+    what = f"HTTP {status}" if status is not None else "no answer"
+    detail = words or error or "connection error"
+    return InfraFailure(
+        InfraKind.UNAVAILABLE,
+        f"{CLI} could not reach the model API: {detail} ({what})",
+        http_status=status,
+    )
+
+
+def auth_failure(words: str, status: int | None) -> InfraFailure:
+    suffix = f" (HTTP {status})" if status is not None else ""
+    return InfraFailure(
+        InfraKind.AUTH,
+        f"{CLI} could not authenticate: {words}{suffix}",
+        http_status=status,
+        setting=KEY_SETTING,
+    )
 
 
 def normalise_lines(lines: Iterable[str]) -> Iterator[AgentEvent]:

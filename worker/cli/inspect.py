@@ -13,10 +13,21 @@ from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 def inspect_command(
     transcript: Annotated[
-        Path, typer.Argument(help="A recorded transcript: Claude, Codex or Gemini JSON lines.")
+        Path,
+        typer.Argument(
+            help="A recorded transcript: Claude, Codex or Gemini JSON lines, an OpenHands "
+            "trajectory, a SWE-agent .traj or a mini-swe-agent .traj.json."
+        ),
     ],
     workspace: WorkspaceOpt = Path("."),
-    fmt: Annotated[str, typer.Option("--format", help="auto, claude, codex or gemini.")] = "auto",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="auto, claude, codex, gemini, openhands or sweagent; checked against the "
+            "content (exit 65 when it disagrees).",
+        ),
+    ] = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Replay a transcript through the supervisor: each anomaly, where it starts, the steering."""
@@ -62,6 +73,8 @@ def _count(kind: str, count: int) -> str:
         return f"{count} tools"
     if kind == "pace":
         return f"after {count} anomalies"
+    if kind == "cli_error":
+        return f"{count} sessions"
     return f"×{count}"
 
 

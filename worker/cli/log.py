@@ -20,6 +20,7 @@ _COLUMNS = [
     "source",
     "outcome",
     "outcome codes",
+    "why",
     "decision",
     "iterations",
     "cost",
@@ -34,8 +35,8 @@ def log_command(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List recent runs: task and title, outcome and its codes (e.g. AGENT_NOT_FOUND), the
-    decision's reason codes, iterations and cost."""
+    """List recent runs: task and title, outcome and its codes (e.g. AGENT_NOT_FOUND), what
+    ended it in words, the decision's reason codes, iterations and cost."""
     from worker.run_log import follow as follow_runs
     from worker.run_log import log_rows
     from worker.store import Store
@@ -71,6 +72,8 @@ def _cells(row: dict[str, Any]) -> dict[str, Any]:
         "source": row["source"],
         "outcome": row["outcome"],
         "outcome codes": row["outcome_codes"] or None,
+        # What ended the run, in words: the agent's reason, a bad key, a missing CLI.
+        "why": row["reason"] or None,
         "decision": row["decision_codes"] or None,
         "iterations": row["iterations"],
         "cost": f"${row['cost_usd']:.4f}",

@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from worker.models import AgentEvent, EventKind
+from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
+from worker.supervision.progress import Knowledge, shell_writes
+from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
     PERMISSION,
     TOOL,
+    answer_signature,
     canonical_args,
     distinct_failing,
     error_head,
@@ -41,7 +44,7 @@ class StreamDetectors:
         self.seq = -1  # position of the last event in the task's event sequence
         self.turn = 0  # agent turns: an assistant message after tool results (or the start)
         self.tool_failures = 0
-        self.progress = 0  # successful results of file-changing tools (progress_tools)
+        self.progress = 0  # successful file changes: progress_tools, or a shell that writes
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.context_fill: float | None = None
@@ -50,15 +53,19 @@ class StreamDetectors:
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         self._exempt: dict[str, bool] = {}
         self._in_turn = False
-        # tool_id -> (tool, canonical args, seq, line) of the call, to name its result
-        self._calls: dict[str, tuple[str, str, int, int]] = {}
+        # tool_id -> (tool, canonical args, seq, line, writes files) of the call
+        self._calls: dict[str, tuple[str, str, int, int, bool]] = {}
+        self._known = Knowledge()
+        self._cli = CliErrors()
+        self._reject = Rejections()
         self._call = Streak()
         self._fail = Streak()
         self._message = Streak()
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
-        self._results: deque[tuple[str, str | None, int, int]] = deque(
+        # (tool, failure class or None, seq, line, turn) of the last results
+        self._results: deque[tuple[str, str | None, int, int, int]] = deque(
             maxlen=settings.cascade_window
         )
         self._cascade: dict[str, tuple[int, int]] = {}  # failure class -> (start, line)
@@ -86,8 +93,14 @@ class StreamDetectors:
             self._on_text(event, found)
         elif kind is EventKind.USAGE:
             self._on_usage(event, found)
-        elif kind is EventKind.SESSION and event.model:
-            self.model = self.session_model = event.model
+        elif kind is EventKind.SESSION:
+            self._cli.new_session()
+            if event.model:
+                self.model = self.session_model = event.model
+        elif kind is EventKind.ERROR or (kind is EventKind.RESULT and event.is_error):
+            self._on_cli_error(event, found)
+        elif kind is EventKind.OTHER and event.raw_type == "user" and event.text:
+            self._on_user_text(event, found)
         return found
 
     # -- per kind -------------------------------------------------------------------------
@@ -114,11 +127,17 @@ class StreamDetectors:
     def _on_call(self, event: AgentEvent, found: list[Anomaly]) -> None:
         tool = event.tool or "unknown"
         args = canonical_args(event.args, self._volatile)
+        writes = tool in self._progress_tools or shell_writes(event.args)
         if event.tool_id:
-            self._calls[event.tool_id] = (tool, args, self.seq, event.index)
-        if self._is_exempt(tool):
-            return
-        count = self._call.push((tool, args), self.seq, event.index)
+            self._calls[event.tool_id] = (tool, args, self.seq, event.index, writes)
+
+    def _loop(
+        self, tool: str, args: str, answer: str, at: tuple[int, int], found: list[Anomaly]
+    ) -> None:
+        # An identical call is a loop only when its result is identical too, or an error
+        # (OpenHands compares action and observation): polling a CI run until its state
+        # changes is progress.
+        count = self._call.push((tool, args, answer), at[0], at[1])
         limit = self._threshold("loop", tool)
         if limit is not None and count >= limit.warn:
             found.append(
@@ -134,9 +153,11 @@ class StreamDetectors:
 
     def _on_result(self, event: AgentEvent, found: list[Anomaly]) -> None:
         # A pattern of results starts at the call of its first result.
-        tool, args, *at = self._calls.pop(
-            event.tool_id or "", ("unknown", "{}", self.seq, event.index)
+        tool, args, seq, line, writes = self._calls.pop(
+            event.tool_id or "", ("unknown", "{}", self.seq, event.index, False)
         )
+        at = [seq, line]
+        self._cli.worked()
         if self._is_exempt(tool):
             return
         failed = event.is_error
@@ -145,15 +166,47 @@ class StreamDetectors:
         if failed:
             self.tool_failures += 1
             self._repeated_error(tool, args, error, cls, at, found)
+            answer = "<error>"
         else:
             if self._fail.key is not None and self._fail.key[0] == tool:
                 self._fail.reset()  # the agent got past that failure
-            if tool in self._progress_tools:
-                self.progress += 1
-                self._since_progress = 0
+            answer = answer_signature(event.text)
+            self._on_success(tool, args, answer, writes)
+        self._loop(tool, args, answer, (seq, line), found)
         self._oscillation(tool, args, failed, at, found)
-        self._results.append((tool, cls, at[0], at[1]))
+        self._results.append((tool, cls, at[0], at[1], self.turn))
         self._cascades(found)
+
+    def _on_success(self, tool: str, args: str, answer: str, writes: bool) -> None:
+        if writes:
+            self.progress += 1
+        if self._known.learn(f"{tool} {args}", answer) or writes:
+            self._since_progress = 0
+            self._reject.reset()
+        # A cascade forgets the failures before a success: the agent got going again.
+        if self._cascade or any(item[1] is not None for item in self._results):
+            self._results.clear()
+            self._cascade.clear()
+
+    def _on_cli_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        text = event.error or event.text or event.subtype or ""
+        limit = self.s.thresholds["cli_error"]
+        anomaly = self._cli.observe(text, self.seq, event.index, limit)
+        if anomaly is not None:
+            found.append(anomaly)
+
+    def _on_user_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        limit = self._threshold("repeated_error", "user")
+        anomaly = self._reject.observe(
+            event.text or "", self.seq, event.index, limit, self.s.min_message_chars
+        )
+        if anomaly is not None:
+            found.append(anomaly)
+
+    @property
+    def infra(self) -> InfraFailure | None:
+        """A CLI error that came back in consecutive sessions until urgent, else None."""
+        return self._cli.infra
 
     def _repeated_error(
         self,
@@ -218,13 +271,16 @@ class StreamDetectors:
 
     def _cascades(self, found: list[Anomaly]) -> None:
         # 3 distinct tools failing in the last 5 results; permission denials and
-        # infrastructure errors are counted apart (Cline, Roo Code).
+        # infrastructure errors are counted apart (Cline, Roo Code). Ours: the failures must
+        # span two turns, since parallel calls of one turn share one cause (a stray `cd`) and
+        # the agent has not yet had a chance to react to it.
         if not self._cascade and all(item[1] is None for item in self._results):
             return  # nothing failing in the window: the common case, kept cheap
-        window = [(tool, cls) for tool, cls, _, _ in self._results]
+        window = [(item[0], item[1]) for item in self._results]
         for cls in (TOOL, PERMISSION, INFRASTRUCTURE):
             tools = distinct_failing(window, cls)
-            if len(tools) < self.s.cascade_distinct:
+            turns = {item[4] for item in self._results if item[1] == cls}
+            if len(tools) < self.s.cascade_distinct or len(turns) < 2:
                 self._cascade.pop(cls, None)
                 continue
             if cls not in self._cascade:

@@ -1,10 +1,11 @@
 """Recorded transcripts of any agent CLI, read as AgentEvents for `worker inspect`.
 
 Each CLI's lines go through its adapter's own normaliser (worker/agents/claude_stream.py,
-codex_stream.py, gemini_stream.py), so a recording reads as the live run did. The format is told
-per file from its event types. A file that is one pretty-printed JSON object (`--output-format
-json` of Claude or Gemini) is read whole. Like the adapters, nothing here raises on a bad line:
-it becomes an ERROR event.
+codex_stream.py, gemini_stream.py), so a recording reads as the live run did; OpenHands and
+SWE-agent trajectories go through trajectories.py. The format is told from the content. A file
+that is one JSON document (`--output-format json` of Claude or Gemini, a `.traj`, an OpenHands
+event list) is read whole. A file that is no known format is an error (exit 65), and so is a
+`--format` the content contradicts; within a known format a bad line becomes an ERROR event.
 """
 
 from __future__ import annotations
@@ -17,9 +18,23 @@ from worker.agents.claude_stream import normalise_object
 from worker.agents.codex_stream import codex_object
 from worker.agents.gemini_stream import gemini_events, gemini_whole
 from worker.agents.jsonl import parse
+from worker.errors import ExitCode, MalformedInput
 from worker.models import AgentEvent, EventKind
+from worker.supervision.trajectories import (
+    looks_like_mini,
+    looks_like_openhands,
+    looks_like_sweagent,
+    mini_events,
+    openhands_events,
+    sweagent_events,
+)
 
-FORMATS = ("claude", "codex", "gemini")
+FORMATS = ("claude", "codex", "gemini", "openhands", "sweagent")
+_EXPECTED = (
+    "Claude Code stream-json or session JSON lines, Codex `exec --json` lines, Gemini CLI "
+    "stream-json or JSON, an OpenHands trajectory or output.jsonl, or a SWE-agent .traj "
+    "(or mini-swe-agent .traj.json)"
+)
 _SIGNS = {
     "codex": {
         "thread.started",
@@ -45,9 +60,16 @@ _SIGNS = {
 _SAMPLE = 50  # lines looked at to tell the format
 
 
-def detect_format(lines: Iterable[str]) -> str:
-    """claude, codex or gemini: the one whose event types the first lines use most."""
-    score = dict.fromkeys(FORMATS, 0)
+class UnreadableTranscript(MalformedInput):
+    """The file is no transcript format worker knows, or not the one `--format` named."""
+
+    exit_code = ExitCode.DATA
+
+
+def detect_format(lines: Iterable[str]) -> str | None:
+    """claude, codex, gemini or openhands: the one the first lines' events belong to, or None."""
+    score = dict.fromkeys(_SIGNS, 0)
+    openhands = 0
     for count, line in enumerate(lines):
         if count >= _SAMPLE:
             break
@@ -56,42 +78,113 @@ def detect_format(lines: Iterable[str]) -> str:
             kind = obj.get("type")
             for fmt, signs in _SIGNS.items():
                 score[fmt] += kind in signs
-    best = max(FORMATS, key=lambda fmt: score[fmt])
-    return best if score[best] else "claude"
+            openhands += "action" in obj or "observation" in obj or looks_like_openhands(obj)
+    best = max(score, key=lambda fmt: score[fmt])
+    if score[best]:
+        return best
+    return "openhands" if openhands else None
 
 
 def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
-    """The format of a transcript's text and its events (lazily, in order)."""
+    """The format of a transcript's text and its events (lazily, in order).
+
+    Raises UnreadableTranscript when the content is none of FORMATS, or is not the `fmt` asked
+    for: a transcript read in the wrong format would replay as "nothing happened".
+    """
+    whole = _whole_document(text)
+    found = _whole_format(whole) if whole is not None else None
     lines = text.splitlines()
-    whole = _single_object(text, lines)
-    if whole is not None:
-        if whole.get("type") == "result":  # claude --output-format json
-            return "claude", iter(normalise_object(whole, 0))
-        return _whole_format(whole, fmt), iter(gemini_whole(whole))
-    if fmt == "auto":
-        fmt = detect_format(lines)
-    if fmt == "codex":
-        return fmt, _events(lines, codex_object)
-    if fmt == "gemini":
-        return fmt, gemini_events(lines)
-    return "claude", _events(lines, normalise_object)
+    if found is None:
+        found = detect_format(lines)
+    if found is None:
+        raise UnreadableTranscript(f"not a transcript worker can read: expected {_EXPECTED}")
+    if fmt not in ("auto", found):
+        raise UnreadableTranscript(
+            f"this is a {found} transcript, not {fmt}: use --format {found} (or auto)"
+        )
+    if whole is not None and found in ("claude", "gemini", "sweagent") and not _is_line(whole):
+        if found == "claude":
+            return found, iter(normalise_object(whole, 0))
+        if found == "gemini":
+            return found, iter(gemini_whole(whole))
+        return found, sweagent_events(whole) if "trajectory" in whole else mini_events(whole)
+    if found == "openhands":
+        return found, openhands_events(_histories(whole, lines))
+    if found == "codex":
+        return found, _events(lines, codex_object)
+    if found == "gemini":
+        return found, gemini_events(lines)
+    return found, _events(lines, _claude_object)
 
 
-def _single_object(text: str, lines: list[str]) -> dict[str, Any] | None:
-    """A pretty-printed JSON object (its first line is not a whole object by itself)."""
-    if len(lines) < 2 or not text.lstrip().startswith("{") or isinstance(parse(lines[0]), dict):
+def _whole_document(text: str) -> Any:
+    """The text parsed as one JSON value (a pretty-printed object, a list), or None."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
         return None
     try:
-        obj = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError:
         return None
-    return obj if isinstance(obj, dict) else None
 
 
-def _whole_format(obj: dict[str, Any], fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
-    return "gemini" if "response" in obj or "stats" in obj else "claude"
+def _is_line(obj: Any) -> bool:
+    """A one-line stream: the whole text is a single event of a streaming format."""
+    return isinstance(obj, dict) and any(obj.get("type") in s for s in _SIGNS.values())
+
+
+def _whole_format(obj: Any) -> str | None:
+    if looks_like_sweagent(obj) or looks_like_mini(obj):
+        return "sweagent"
+    if looks_like_openhands(obj):
+        return "openhands"
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("type") == "result":  # claude --output-format json
+        return "claude"
+    if "response" in obj or "stats" in obj:  # gemini --output-format json
+        return "gemini"
+    return None
+
+
+def _histories(whole: Any, lines: list[str]) -> list[Any]:
+    """OpenHands events: a saved list, one `history`, or an output.jsonl of either per line."""
+    if isinstance(whole, list):
+        return whole
+    if isinstance(whole, dict):
+        return list(whole.get("history") or [])
+    events: list[Any] = []
+    for line in lines:
+        obj = parse(line)
+        if isinstance(obj, dict) and isinstance(obj.get("history"), list):
+            events.extend(obj["history"])
+        elif isinstance(obj, dict):
+            events.append(obj)
+    return events
+
+
+def _claude_object(obj: dict[str, Any], index: int) -> list[AgentEvent]:
+    """Claude's events, plus the plain text of user turns (a harness's rejection, a user's
+    correction), which the adapter has no use for but the detectors count."""
+    events = normalise_object(obj, index)
+    if obj.get("type") == "user" and not any(e.kind is EventKind.TOOL_RESULT for e in events):
+        text = _user_text(obj.get("message"))
+        if text:
+            events.append(AgentEvent(EventKind.OTHER, index, text=text, raw_type="user"))
+    return events
+
+
+def _user_text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    parts = [
+        str(block.get("text", ""))
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    return "\n".join(parts)
 
 
 def _events(lines: list[str], normalise: Any) -> Iterator[AgentEvent]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from worker.models import AgentEvent, AgentResult, StatusBlock, Task
+from worker.models import AgentEvent, AgentResult, InfraFailure, StatusBlock, Task
 
 
 @dataclass
@@ -36,6 +36,11 @@ class TaskSupervisor(Protocol):
         """Judge the iteration; return the `[SUPERVISOR]` steering lines for the next prompt."""
         ...
 
+    def infra_failure(self) -> InfraFailure | None:
+        """An agent CLI failing the same way session after session (a bad key, a usage limit,
+        an API that is down): the infrastructure's fault, not the task's. None otherwise."""
+        ...
+
     def finish(self, outcome: str) -> list[str]:
         """The task ended; return the anomalies seen (for the reports)."""
         ...
@@ -49,6 +54,9 @@ class NullSupervisor:
 
     def after_iteration(self, view: IterationView) -> list[str]:
         return []
+
+    def infra_failure(self) -> InfraFailure | None:
+        return None
 
     def finish(self, outcome: str) -> list[str]:
         return []

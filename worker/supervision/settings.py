@@ -37,6 +37,7 @@ KINDS = (
     "cascade",
     "permission",
     "infrastructure",
+    "cli_error",
     "context",
     "pace",
 )
@@ -73,6 +74,9 @@ def _thresholds() -> dict[str, Threshold]:
         "repeated_message": Threshold(warn=3, urgent=6),
         # A-B-A-B-A-B alternation: 6 (OpenHands); urgent is ours (10 = two more cycles).
         "oscillation": Threshold(warn=6, urgent=10),
+        # the same CLI-level error (no tool ever ran) in consecutive sessions: nudge at 2,
+        # urgent at 3, the "same error 3 times" of OpenHands and SWE-agent's 3 requeries.
+        "cli_error": Threshold(warn=2, urgent=3),
     }
 
 
@@ -159,8 +163,8 @@ class SupervisionSettings(BaseModel):
     # Turns without progress: 3 (Magentic-One), counted per iteration, decremented on
     # progress rather than reset.
     stall_iterations: int = Field(3, ge=1)
-    # Within one transcript, agent turns without a file change. No public default: ours,
-    # generous because reading before editing is normal.
+    # Within one transcript, agent turns without progress: no new call, no new result and no
+    # file change. No public default: ours, generous because a slow test or CI wait is normal.
     stall_turns: int = Field(30, ge=2)
     progress_tools: list[str] = Field(
         default_factory=lambda: [

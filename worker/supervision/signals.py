@@ -20,6 +20,10 @@ _VOLATILE_VALUE = re.compile(
     r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
 )
 _DIGITS = re.compile(r"\d+")
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h)\b")
+# Paths differ between two attempts at the same failing thing (a temp file, another file of
+# the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
+_PATH = re.compile(r"(?<![\w.@~+-])(?:[A-Za-z]:)?[\w.@~+-]*[/\\][\w.@~/\\+-]*")
 _TAG = re.compile(r"</?tool_use_error>")
 _EXIT_LINE = re.compile(r"(?i)^\s*exit code:? -?\d+\s*$")
 _SPACE = re.compile(r"\s+")
@@ -100,9 +104,27 @@ def error_head(text: str | None) -> str:
 
 
 def error_signature(text: str | None) -> str:
-    """What makes two errors "the same": their heads, with numbers and ids blurred."""
-    head = _VOLATILE_VALUE.sub("<id>", error_head(text))
-    return _SPACE.sub(" ", _DIGITS.sub("#", head)).strip()
+    """What makes two errors "the same": their heads, ids, paths, numbers and times blurred."""
+    return _blur(error_head(text))
+
+
+def result_signature(text: str | None, limit: int = 2000) -> str:
+    """What makes two CLI errors "the same": the whole text (its first `limit` characters),
+    with ids, paths, numbers and timestamps blurred."""
+    return _blur(_TAG.sub("", (text or "")[:limit]))
+
+
+def answer_signature(text: str | None, limit: int = 2000) -> str:
+    """What makes two answers to the same call "the same": ids, timestamps and durations
+    blurred (`in 1.23s` on every test run), other numbers kept, since `3 failed` -> `2 failed`
+    or `step 1/4` -> `step 2/4` is news."""
+    text = _DURATION.sub("<t>", _VOLATILE_VALUE.sub("<id>", (text or "")[:limit]))
+    return _SPACE.sub(" ", text).strip()
+
+
+def _blur(text: str) -> str:
+    text = _PATH.sub("<path>", _VOLATILE_VALUE.sub("<id>", text))
+    return _SPACE.sub(" ", _DIGITS.sub("#", text)).strip()
 
 
 def failure_class(text: str | None) -> str:

@@ -30,6 +30,8 @@ ACTIONS = {
     "them with STATUS wait.",
     "infrastructure": "The environment is failing, not your code; do not retry in a loop, and "
     "report it with STATUS failure if it persists.",
+    "cli_error": "The agent CLI itself is failing, not the task; fix the CLI's setup (key, "
+    "plan, network) before running it again.",
     "context": "Wrap up the current step, summarise what matters, and avoid reading large files.",
     "context_urgent": "Finish the immediate step now and report your state in the STATUS block.",
 }
@@ -46,7 +48,7 @@ def evidence(anomaly: Anomaly) -> str:
         if "iterations" in ev:
             reason = f" (last STATUS: `{short(ev.get('reason'), 80)}`)" if ev.get("reason") else ""
             return f"Stall: {n} iterations in a row without changing any file{reason}."
-        return f"Stall: {n} turns without a successful file change."
+        return f"Stall: {n} turns without progress (no new command, result or file change)."
     if kind == "loop":
         return f"Loop: you called {ev['tool']} `{ev['args']}` {n} times in a row."
     if kind == "repeated_error":
@@ -64,6 +66,8 @@ def evidence(anomaly: Anomaly) -> str:
         return f"Permission denials: {', '.join(ev['tools'])} were refused."
     if kind == "infrastructure":
         return f"Infrastructure errors: {', '.join(ev['tools'])} failed on network or service."
+    if kind == "cli_error":
+        return f"CLI failure: the agent CLI failed {n} sessions in a row with `{ev['error']}`."
     if kind == "context":
         pct = round(ev["fill"] * 100)
         word = "nearly exhausted" if anomaly.level != "warn" else "filling up"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from worker.models import AgentEvent, Task
+from worker.models import AgentEvent, InfraFailure, Task
 from worker.supervision.anomaly import WARN, Anomaly
 from worker.supervision.ladder import pace_rank, stall_step
 from worker.supervision.protocol import IterationView
@@ -99,6 +99,11 @@ class Supervisor:
         self.stopped = None
         self._since_check = 0
         return lines
+
+    def infra_failure(self) -> InfraFailure | None:
+        """A CLI-level error that repeated across iterations (urgent), for the task loop to
+        treat as an infrastructure failure rather than the task's; None otherwise."""
+        return self.watch.detectors.infra
 
     def finish(self, outcome: str) -> list[str]:
         self._write(health=None, outcome=outcome)

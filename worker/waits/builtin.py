@@ -36,6 +36,14 @@ class TimeCondition:
                     f"The agent usage limit has reset (waited until {moment}). Continue "
                     "the same iteration where you stopped."
                 )
+            elif (wait.state.model_extra or {}).get("apiUnavailableHits"):
+                answer = (
+                    f"The model API was unavailable; waited until {moment}. Continue the same "
+                    "iteration where you stopped."
+                )
+                told = (wait.state.model_extra or {}).get("pendingAnswer")
+                if told:  # the resume that met the outage: its answer was never read
+                    answer += f"\n\nWhen the task resumed before that, it was told:\n{told}"
             else:
                 answer = f"The time condition is met ({moment})."
             out.append(Verdict(answer))

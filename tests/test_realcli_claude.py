@@ -1,0 +1,237 @@
+"""Conformance with the real Claude Code CLI (the version pinned in tests/realcli/package.json),
+driven offline: `worker run` starts the real `claude`, which talks to the scripted Messages API
+of tests/fakes/anthropic_api.py on 127.0.0.1. These tests are what tells us when the CLI
+changes its stream format, its retries or its errors.
+
+Skipped, with the reason printed, only when the CLI is not installed
+(`npm ci --prefix tests/realcli`); in CI (`CI` or `REALCLI_REQUIRED` set, as `.ci/run` does) a
+missing CLI is an error instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_use
+
+from .conftest import REAL_CLAUDE, run_with_real_claude, write_message
+
+if not REAL_CLAUDE.exists():
+    if os.environ.get("CI") or os.environ.get("REALCLI_REQUIRED"):
+        raise RuntimeError(f"{REAL_CLAUDE} is missing: run `npm ci --prefix tests/realcli`")
+    pytest.skip(
+        f"the real Claude Code is not installed ({REAL_CLAUDE}); "
+        "run `npm ci --prefix tests/realcli --no-audit --no-fund`",
+        allow_module_level=True,
+    )
+
+pytestmark = pytest.mark.slow
+
+
+def status(state: str, reason: str, **fields: str) -> str:
+    extra = "".join(f"{key.upper()}: {value}\n" for key, value in fields.items())
+    return f"=== AGENT STATUS ===\nSTATUS: {state}\nREASON: {reason}\n{extra}===================\n"
+
+
+def report_of(done: Any) -> dict[str, Any]:
+    assert done.stdout.strip(), done.stderr
+    return json.loads(done.stdout)
+
+
+def iterations(ws: Path) -> int:
+    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    return int(db.execute("SELECT COUNT(*) FROM iterations").fetchone()[0])
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """Every text the request carries in its messages (user and assistant turns)."""
+    out: list[str] = []
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(content)
+            continue
+        for block in content:
+            if block.get("type") == "text":
+                out.append(block["text"])
+            elif block.get("type") == "tool_result":
+                inner = block.get("content")
+                out.append(inner if isinstance(inner, str) else json.dumps(inner))
+    return out
+
+
+def processes_talking_to(api: AnthropicAPI) -> list[int]:
+    """Live processes whose environment points at this API (a `claude` left behind)."""
+    marker = f"ANTHROPIC_BASE_URL={api.url}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_the_process_check_sees_a_process_pointed_at_the_api(claude_api: AnthropicAPI) -> None:
+    """The "no process left" checks below can fail: a live one is found."""
+    env = {**os.environ, "ANTHROPIC_BASE_URL": claude_api.url}
+    child = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        assert processes_talking_to(claude_api) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_real_edit_then_success(workspace: Path, claude_api: AnthropicAPI) -> None:
+    """The CLI's own Write tool changes a file in the workspace; the STATUS block ends it."""
+    target = workspace / "hello.txt"
+    claude_api.script(
+        tool_use("Write", {"file_path": str(target), "content": "hello from the agent\n"}),
+        text("Wrote the file.\n" + status("success", "hello.txt written")),
+    )
+    write_message(workspace, "msg-1", subject="Write hello.txt")
+    done = run_with_real_claude(workspace, claude_api, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    report = report_of(done)
+    assert (report["outcome"], report["iterations"], report["reason"]) == (
+        "success",
+        1,
+        "hello.txt written",
+    )
+    assert target.read_text() == "hello from the agent\n"
+    calls = claude_api.conversation_requests()
+    assert len(calls) == 2 and "Write hello.txt" in "\n".join(user_texts(calls[0]))
+    assert any("File created successfully" in t for t in user_texts(calls[1]))
+
+
+def test_the_second_iteration_resumes_the_first_conversation(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    """`--resume`: the second iteration's request carries the first one's exchange."""
+    claude_api.script(
+        text("Looked around: the parser is in src/.\n" + status("continue", "found it")),
+        text("Fixed.\n" + status("success", "fixed")),
+    )
+    write_message(workspace, "msg-1", subject="Fix the parser")
+    report = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
+    assert (report["outcome"], report["iterations"]) == ("success", 2)
+    first, second = claude_api.conversation_requests()
+    assert len(second["messages"]) > len(first["messages"])
+    carried = "\n".join(user_texts(second))
+    assert "Looked around: the parser is in src/." in carried and "Fix the parser" in carried
+
+
+def test_wait_approve_resume_with_the_note_in_the_prompt(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    claude_api.script(
+        text(
+            "I need to delete the old table.\n"
+            + status(
+                "wait", "destructive", wait_for="approval", resume_when="user_approval"
+            )
+        ),
+        text("Deleted.\n" + status("success", "table deleted")),
+    )
+    write_message(workspace, "msg-1", subject="Clean the database")
+    first = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
+    assert first["outcome"] == "waiting"
+    approved = run_with_real_claude(
+        workspace, claude_api, "waits", "approve", "msg-1", "--note", "yes, drop table old_users"
+    )
+    assert approved.returncode == 0, approved.stderr
+    resumed = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
+    assert resumed["outcome"] == "success" and "WAIT_STATE_RESUMED" in resumed["reason_codes"]
+    last = claude_api.conversation_requests()[-1]
+    carried = "\n".join(user_texts(last))
+    assert "yes, drop table old_users" in carried
+    assert "I need to delete the old table." in carried  # the same session, resumed
+
+
+def test_a_hung_api_is_timed_out_and_no_process_is_left(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    """The API never answers: the task's wall clock ends the CLI's process group."""
+    claude_api.always(hang())
+    write_message(workspace, "msg-1")
+    done = run_with_real_claude(
+        workspace,
+        claude_api,
+        "run",
+        "--json",
+        env={"WORKER_ITERATION_TIMEOUT_S": "6", "WORKER_TASK_WALL_CLOCK_S": "8"},
+    )
+    report = report_of(done)
+    assert report["outcome"] == "failure" and "WALL_CLOCK_CAP" in report["reason_codes"]
+    assert "AGENT_TIMEOUT" in report["reason_codes"]
+    assert claude_api.conversation_requests(), "the CLI never called the API"
+    assert processes_talking_to(claude_api) == []
+
+
+def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    """401 on every call: the CLI is ended at its first retry, the message stays unread in the
+    inbox, nothing is counted, and the reason says authentication and what to fix."""
+    claude_api.always(failure(401))
+    message = write_message(workspace, "msg-1")
+    done = run_with_real_claude(workspace, claude_api, "run", "--json")
+    assert done.returncode == 78, done.stderr
+    report = report_of(done)
+    assert report["outcome"] == "stopped" and report["infra"] == "auth"
+    assert report["reason"].startswith("Claude Code could not authenticate")
+    assert "ANTHROPIC_API_KEY" in report["reason"]
+    assert json.loads(message.read_text())["status"] == "unread"
+    assert not (workspace / "inbox" / "msg-1-failure-reply.json").exists()
+    assert iterations(workspace) == 0
+    assert len(claude_api.conversation_requests()) <= 3  # not the CLI's 10 retries
+    assert processes_talking_to(claude_api) == []
+    for command in ("log", "why"):
+        shown = run_with_real_claude(workspace, claude_api, command)
+        assert "Claude Code could not authenticate" in shown.stdout, command
+
+
+def test_an_overloaded_api_leaves_the_task_waiting(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    """529 on every call: the CLI is ended at its 3rd retry; the task waits (timed), no
+    iteration is counted, nothing escalates."""
+    claude_api.always(failure(529))
+    write_message(workspace, "msg-1")
+    done = run_with_real_claude(workspace, claude_api, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    report = report_of(done)
+    assert report["outcome"] == "waiting" and report["iterations"] == 0
+    assert report["reason_codes"][-1] == "AGENT_API_UNAVAILABLE"
+    assert report["modes"] == ["code-simple"]
+    state = json.loads(Path(report["wait_state"]).read_text())
+    assert state["resumeWhen"] == "time"
+    assert datetime.fromisoformat(state["resumeAt"]) > datetime.now(UTC)
+    assert iterations(workspace) == 0
+    assert processes_talking_to(claude_api) == []
+
+
+def test_a_missing_binary_exits_78_and_touches_no_task(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    message = write_message(workspace, "msg-1")
+    before = message.read_bytes()
+    done = run_with_real_claude(
+        workspace, claude_api, "run", env={"WORKER_CLAUDE_BIN": str(workspace / "no-claude")}
+    )
+    assert done.returncode == 78
+    assert "Claude Code cannot start" in done.stderr and "claude_bin" in done.stderr
+    assert message.read_bytes() == before
+    assert claude_api.requests == []

@@ -1,0 +1,153 @@
+"""The labelled corpus of real transcripts, the readers it needs, and the quality it measures.
+
+tests/fixtures/transcripts/corpus/ holds real runs of Claude Code, Codex, OpenHands,
+SWE-agent and mini-swe-agent with their sources and licences (its README.md); these tests
+keep the index honest and hold the supervisor to the acceptance line on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from worker.cli.app import app
+from worker.supervision.formats import read_text
+from worker.supervision.scoring import load_index, score, summary
+
+CORPUS = Path(__file__).parent / "fixtures" / "transcripts" / "corpus"
+REPO = Path(__file__).resolve().parents[1]
+LICENCES = {
+    "MIT": ("LICENSE-SWE-agent.txt", "LICENSE-mini-swe-agent.txt", "LICENSE-OpenHands.txt"),
+    "Unlicense": ("LICENSE-hive-mind.txt",),
+}
+INDEX = load_index(CORPUS)
+runner = CliRunner()
+
+
+def run_worker(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess: exit codes as a shell sees them."""
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "120", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_every_file_is_indexed_with_a_licensed_source() -> None:
+    """Each transcript names repository, path and commit, a licence whose text is beside it,
+    a label, and for a stuck run its kind and where it turns stuck; nothing is unindexed."""
+    indexed = {entry["file"] for entry in INDEX}
+    on_disk = {p.name for p in CORPUS.iterdir() if p.suffix in (".json", ".jsonl", ".traj")} - {
+        "index.json"
+    }
+    assert indexed == on_disk
+    readme = (CORPUS / "README.md").read_text(encoding="utf-8")
+    for entry in INDEX:
+        source = entry["source"]
+        assert source["repository"].count("/") == 1 and source["path"]
+        assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
+        assert entry["licence"] in LICENCES
+        assert any((CORPUS / name).is_file() for name in LICENCES[entry["licence"]])
+        assert entry["transformation"] and entry["why"]
+        assert f"`{entry['file']}`" in readme
+        if entry["label"] == "stuck":
+            assert entry["stuck_kind"] and isinstance(entry["stuck_at"], int)
+
+
+def test_the_files_are_small_and_carry_no_credentials() -> None:
+    secret = re.compile(
+        r"gh[pousr]_[A-Za-z0-9]{20,}|sk-(?:ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}"
+        r"|xox[abp]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY|AIza[0-9A-Za-z_-]{30,}"
+    )
+    for entry in INDEX:
+        path = CORPUS / entry["file"]
+        assert path.stat().st_size < 200_000, entry["file"]
+        assert not secret.search(path.read_text(encoding="utf-8")), entry["file"]
+
+
+@pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])
+def test_each_transcript_is_read_in_its_format(entry: dict) -> None:
+    """The format is recognised from the content alone, and the run's events are there."""
+    text = (CORPUS / entry["file"]).read_text(encoding="utf-8")
+    found, events = read_text(text)
+    assert found == entry["format"]
+    kinds = {event.kind.value for event in events}
+    assert kinds - {"other"}, entry["file"]
+
+
+def test_on_the_corpus_stuck_runs_are_caught_on_time_and_healthy_runs_left_alone() -> None:
+    """Issue 19's acceptance on the project's own corpus: recall on time of at least 90 %
+    and no false alarm (no urgent, stopping finding in a healthy run)."""
+    figures = summary([score(CORPUS, entry) for entry in INDEX])
+    assert figures["stuck"] >= 1 and figures["healthy"] >= 30
+    assert figures["recall_on_time"] is not None and figures["recall_on_time"] >= 0.9
+    assert figures["false_alarms"] == 0, figures["false_alarm_files"]
+    assert 0 < figures["saved_turns"] <= figures["wasted_turns"]
+
+
+def test_the_bench_prints_the_figures_as_json() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "bench_detection.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    data = json.loads(result.stdout)
+    for key in ("recall", "recall_on_time", "false_alarms", "saved_turns", "saved_usd"):
+        assert key in data
+    assert data["transcripts"] == len(INDEX) and data["false_alarms"] == 0
+
+
+def test_inspect_reads_openhands_and_swe_agent_trajectories(tmp_path: Path) -> None:
+    """`worker inspect` on each trajectory format: recognised, its tool calls counted."""
+    for name, fmt in (
+        ("openhands-mswe-ponylang-ponyc-4588.jsonl", "openhands"),
+        ("openhands-resolver-issue-1.jsonl", "openhands"),
+        ("swe-pydicom-1458.traj", "sweagent"),
+        ("mini-django-django-12125.traj.json", "sweagent"),
+    ):
+        result = runner.invoke(app, ["inspect", str(CORPUS / name), "-w", str(tmp_path), "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["format"] == fmt and data["tool_calls"] > 3 and data["stop"] is None
+
+
+def test_inspect_finds_the_codex_401_sessions_and_where_to_stop(tmp_path: Path) -> None:
+    path = CORPUS / "hive-codex-issue-715-401.jsonl"
+    result = runner.invoke(app, ["inspect", str(path), "-w", str(tmp_path), "--json"])
+    data = json.loads(result.stdout)
+    levels = [(f["kind"], f["level"]) for f in data["findings"]]
+    assert levels[:2] == [("cli_error", "warn"), ("cli_error", "urgent")]
+    assert "401 Unauthorized" in data["stop"]["reason"]
+
+
+def test_a_file_of_no_known_format_exits_65_naming_what_was_expected(tmp_path: Path) -> None:
+    """A plain log used to replay as "claude" with no findings and exit 0."""
+    log = tmp_path / "solve.log"
+    log.write_text("[2025-11-11T12:18:52Z] [INFO] starting\n[INFO] done\n", encoding="utf-8")
+    result = run_worker("inspect", str(log), "-w", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 65
+    assert "not a transcript worker can read" in result.stderr
+    assert "OpenHands" in result.stderr and "SWE-agent" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_format_the_content_contradicts_exits_65(tmp_path: Path) -> None:
+    path = CORPUS / "swe-pydicom-1458.traj"
+    result = run_worker(
+        "inspect", str(path), "-w", str(tmp_path), "--format", "openhands", cwd=tmp_path
+    )
+    assert result.returncode == 65
+    assert "this is a sweagent transcript, not openhands" in result.stderr
