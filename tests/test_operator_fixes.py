@@ -52,18 +52,25 @@ def test_intercom_send_to_an_unknown_id_exits_2_and_writes_nothing(workspace: Pa
     assert list((workspace / ".worker" / "intercom").rglob("*.json"))
 
 
-def test_log_shows_titles_and_outcome_codes_uncut(workspace: Path) -> None:
-    """A missing agent CLI: the log names AGENT_NOT_FOUND beside the task's title."""
+def test_log_shows_titles_outcome_codes_and_what_ended_a_run_uncut(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
     title = "Rename the configuration loader " + "and its callers " * 6
-    write_message(workspace, "msg-missing", subject=title.strip())
-    env = {"WORKER_CLAUDE_BIN": str(workspace / "no-such-claude")}
-    assert run_worker(workspace, "run", env=env).returncode != 0
+    write_message(workspace, "msg-long", subject=title.strip())
+    fake_claude.answers({"status": "failure", "reason": "the loader is generated code"})
+    assert run_worker(workspace, "run", "--mode", "sync-complex").returncode == 1
+    missing = {"WORKER_CLAUDE_BIN": str(workspace / "no-such-claude")}
+    write_message(workspace, "msg-later")
+    assert run_worker(workspace, "run", env=missing).returncode != 0
     text = run_worker(workspace, "log", env={"COLUMNS": "80"}).stdout
-    header, row = text.splitlines()[:2]
-    cells = dict(zip(header.split("\t"), row.split("\t"), strict=True))
+    header, newest, older = text.splitlines()[:3]
+    cells = dict(zip(header.split("\t"), older.split("\t"), strict=True))
     assert cells["title"] == title.strip()  # longer than 120 characters with the rest, uncut
-    assert "AGENT_NOT_FOUND" in cells["outcome codes"].split(",")
+    assert cells["outcome"] == "failure" and cells["outcome codes"] == "FAILURE_AT_TOP_MODE"
+    assert cells["why"] == "the loader is generated code"
     assert cells["decision"].startswith("INBOX_TASK_SELECTED")
+    ended = dict(zip(header.split("\t"), newest.split("\t"), strict=True))
+    assert "no-such-claude" in ended["why"]  # the agent program is missing: said in words
 
 
 def test_show_lists_each_iteration_with_status_cost_tools_and_files(
