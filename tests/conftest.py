@@ -40,6 +40,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("WORKER_MACHINE_ID", "test-machine")
 
 
+def needs_posix(reason: str) -> pytest.MarkDecorator:
+    """Marks a test that needs a POSIX system (process groups, signals, shebang scripts): on
+    Windows it is skipped, with `reason`."""
+    return pytest.mark.skipif(sys.platform == "win32", reason=f"needs POSIX: {reason}")
+
+
 @dataclass
 class FakeAgent:
     """A fake `claude` executable scripted with answers; `calls` reads what it was given."""
@@ -75,9 +81,13 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeAgent:
     """A `claude` on disk (a wrapper script calling tests/fakes/fake_claude.py)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    wrapper = bin_dir / "claude"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_CLAUDE} "$@"\n')
-    wrapper.chmod(0o755)
+    if sys.platform == "win32":  # Windows runs no shebang script: a batch file instead
+        wrapper = bin_dir / "claude.cmd"
+        wrapper.write_text(f'@"{sys.executable}" "{FAKE_CLAUDE}" %*\r\n')
+    else:
+        wrapper = bin_dir / "claude"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLAUDE}" "$@"\n')
+        wrapper.chmod(0o755)
     agent = FakeAgent(wrapper, tmp_path / "script.json", tmp_path / "claude-calls.jsonl")
     agent.answers({"status": "success", "reason": "done"})
     for key, value in agent.env().items():

@@ -353,6 +353,8 @@ def agent(
 ) -> str:
     """A workspace whose only mode runs the fake `codex` or `gemini` (reviewers off)."""
     name: str = request.param
+    if sys.platform == "win32":
+        pytest.skip("needs POSIX: the fake CLI is a shebang script")
     executable = tmp_path / "bin" / name
     executable.parent.mkdir(exist_ok=True)
     source = FAKE_CODEX if name == "codex" else FAKE_GEMINI

@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
-from .conftest import FakeAgent, run_worker, write_message
+from worker.platform.process import end_group
+
+from .conftest import FakeAgent, needs_posix, run_worker, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -166,15 +169,11 @@ def test_second_run_on_a_locked_workspace_exits_75(workspace: Path, fake_claude:
         first.kill()
         first.communicate()
         for call in fake_claude.calls:
-            os.killpg(call["pid"], signal.SIGKILL) if _exists(call["pid"]) else None
+            end_group(call["pid"], grace_s=0)
 
 
 def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return psutil.pid_exists(pid)  # never os.kill(pid, 0): it terminates on Windows
 
 
 def test_killed_worker_task_is_taken_again_after_the_lease(
@@ -186,7 +185,7 @@ def test_killed_worker_task_is_taken_again_after_the_lease(
     _wait_for(lambda: fake_claude.calls, "the agent started")
     first.kill()  # SIGKILL: no cleanup at all
     first.communicate()
-    os.killpg(fake_claude.calls[0]["pid"], signal.SIGKILL)
+    end_group(fake_claude.calls[0]["pid"], grace_s=0)
     assert (workspace / "inbox" / "claimed" / "msg-6.json").exists()
     # While the lease holds, the task is not taken again.
     data = json.loads(run_worker(workspace, "run", "--json").stdout)
@@ -260,6 +259,7 @@ def test_dry_run_imports_neither_github_nor_git(workspace: Path) -> None:
     assert proc.stdout.strip().splitlines()[-1] == "[]"
 
 
+@needs_posix("SIGTERM to `worker run`; on Windows send_signal(SIGTERM) terminates it outright")
 def test_sigterm_to_a_run_ends_the_agent_and_releases_the_task(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:
@@ -283,10 +283,13 @@ def test_sigterm_to_a_run_ends_the_agent_and_releases_the_task(
 
 
 def _zombie(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
+@needs_posix("on Windows the agent's Job Object ends it with its worker: no orphan is left")
 def test_the_agent_of_a_killed_worker_is_ended_by_the_next_run(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:

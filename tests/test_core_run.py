@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 
@@ -11,9 +10,10 @@ import pytest
 
 from worker.config import load_settings
 from worker.errors import ConfigError
+from worker.platform.process import alive  # a zombie (killed, not yet reaped) is dead
 from worker.runner import RunOptions, run_once
 
-from .conftest import FakeAgent, write_message
+from .conftest import FakeAgent, needs_posix, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -154,19 +154,6 @@ def test_timeout_kills_a_hanging_agent_and_its_children(
         assert not alive(pid), f"process {pid} survived the timeout"
 
 
-def alive(pid: int) -> bool:
-    """True for a running process; a zombie (killed, not yet reaped by init) is dead."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_garbage_output_is_not_a_status(workspace: Path, fake_claude: FakeAgent) -> None:
     fake_claude.answers({"garbage": True})
     write_message(workspace, "msg-8")
@@ -264,6 +251,7 @@ def test_task_id_reruns_a_finished_task(workspace: Path, fake_claude: FakeAgent)
     assert len(fake_claude.task_calls) == 2
 
 
+@needs_posix("the check command `true` is a POSIX utility")
 def test_fallback_maintenance_succeeds_without_the_agent_when_checks_pass(
     workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -310,6 +298,7 @@ def test_fallback_asks_the_agent_to_repair_and_verifies(
     assert report.outcome.value == "success"
 
 
+@needs_posix("the agent is a #!/bin/sh script")
 def test_command_agent_with_prompt_in_a_file(workspace: Path, tmp_path: Path) -> None:
     """Any executable can be the agent: the prompt in a file, plain text out."""
     agent = tmp_path / "agent.sh"

@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.conftest import write_message
+from tests.conftest import needs_posix, write_message
 from tests.test_daemon_support import Repo, child_script, settings_for
 
 _AUDITED = """
@@ -54,6 +54,7 @@ _DATA_PLANE = (
 )
 
 
+@needs_posix("sends SIGTERM; on Windows send_signal(SIGTERM) terminates outright")
 def test_supervisor_never_opens_the_inbox_or_prompts(workspace: Path, tmp_path: Path) -> None:
     repo = Repo(tmp_path / "repo")
     repo.commit({"child.py": child_script("healthy")})

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import needs_posix
 from tests.test_daemon_support import Repo, child_script, settings_for, until
 from worker.cli.app import app
 from worker.daemon.settings import backoff_sum
@@ -142,6 +143,7 @@ def test_serve_command_loops_over_run_once(
     assert len(calls) == 2
 
 
+@needs_posix("sends SIGTERM; on Windows send_signal(SIGTERM) terminates outright")
 def test_supervise_keeps_the_real_worker_serve_running_and_stops_it_on_sigterm(
     workspace: Path, fake_claude: Any
 ) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FakeAgent, write_message
+from tests.conftest import FakeAgent, needs_posix, write_message
 from tests.test_daemon_support import write_config
 from worker.config import Settings, load_settings
 from worker.daemon import health
@@ -199,6 +199,7 @@ def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
     assert path.exists(), proc.stderr.read() if proc.stderr else ""
 
 
+@needs_posix("sends SIGTERM; on Windows send_signal(SIGTERM) terminates outright")
 def test_sigterm_mid_task_stops_the_agent_keeps_the_work_and_releases_the_task(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -253,6 +254,7 @@ def _serve_real_runner_until_sigterm(
     return proc.returncode, out
 
 
+@needs_posix("sends SIGTERM; on Windows send_signal(SIGTERM) terminates outright")
 def test_sigterm_with_the_real_runner_puts_the_message_back(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:
@@ -267,6 +269,7 @@ def test_sigterm_with_the_real_runner_puts_the_message_back(
     assert claim is not None and claim["state"] == "released"
 
 
+@needs_posix("sends SIGTERM; on Windows send_signal(SIGTERM) terminates outright")
 def test_sigterm_stops_a_silent_agent_promptly(workspace: Path, fake_claude: FakeAgent) -> None:
     code, _ = _serve_real_runner_until_sigterm(workspace, fake_claude, 300, 15)
     assert code == 0

@@ -25,6 +25,8 @@ from worker.store import Store
 settings = load_settings(Path(sys.argv[1]))
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+if hasattr(signal, "SIGBREAK"):  # Windows: how the supervisor asks (CTRL_BREAK_EVENT)
+    signal.signal(signal.SIGBREAK, lambda *a: stop.append(1))
 """
 
 CHILDREN = {

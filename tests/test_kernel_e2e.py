@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -11,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeAgent, run_worker, write_message
+from tests.conftest import FakeAgent, needs_posix, run_worker, write_message
+from worker.platform.process import alive as _alive
+from worker.platform.process import group_running as _group_alive
 
 pytestmark = pytest.mark.slow
 
@@ -25,32 +26,12 @@ def _wait_for(predicate, what: str, limit: float = 60.0) -> None:  # type: ignor
         time.sleep(0.1)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
-
-
-def _group_alive(pgid: int) -> bool:
-    """A live (not zombie) process is still in the group."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="the watcher ends groups through /proc")
+@needs_posix("checks the agent's process group")
 def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: FakeAgent) -> None:
     """`worker cancel TASK` while the agent hangs: the run ends cancelled long before the agent
     would have answered, the agent's process group is gone, the inbox sender is told."""
-    fake_claude.answers({"hang": 120, "child": True, "status": "success"})
+    # The agent would answer in an hour: a run that ends at all was stopped, not waited for.
+    fake_claude.answers({"hang": 3600, "child": True, "status": "success"})
     write_message(workspace, "msg-long")
     run = subprocess.Popen(
         [sys.executable, "-m", "worker", "run", "--json", "--workspace", str(workspace)],
@@ -61,16 +42,13 @@ def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: Fake
     try:
         _wait_for(lambda: bool(fake_claude.calls), "the agent to start")
         agent_pid = fake_claude.calls[0]["pid"]
-        started = time.monotonic()
         cancelled = run_worker(workspace, "cancel", "msg-long", "--reason", "wrong repo")
         assert cancelled.returncode == 0, cancelled.stderr
         assert "cancel order" in cancelled.stdout
-        out, err = run.communicate(timeout=60)
-        elapsed = time.monotonic() - started
+        out, err = run.communicate(timeout=300)  # guards a hung test only
     finally:
         if run.poll() is None:
             run.kill()
-    assert elapsed < 60, "the run waited for the agent instead of stopping it"
     report = json.loads(out)
     assert report["outcome"] == "cancelled", err
     assert "wrong repo" in report["reason"]

@@ -239,7 +239,8 @@ def test_a_trusted_cancel_comment_stops_a_running_worker(
     lines = ["[fallback]", "enabled = false", "[github]"]
     lines += [f"{key} = {json.dumps(value)}" for key, value in section.items()]
     (workspace / "worker.toml").write_text("\n".join(lines) + "\n")
-    fake_claude.answers({"hang": 30, "status": "success"})
+    # The agent would answer in an hour: a run that ends at all was stopped, not waited for.
+    fake_claude.answers({"hang": 3600, "status": "success"})
     run = subprocess.Popen(
         [sys.executable, "-m", "worker", "run", "--json", "--workspace", str(workspace)],
         stdout=subprocess.PIPE,
@@ -249,13 +250,10 @@ def test_a_trusted_cancel_comment_stops_a_running_worker(
     try:
         _wait_for(lambda: bool(fake_claude.task_calls), "the agent to start")
         server.add_comment(REPO, 7, "/cancel duplicate of #3", login="maintainer")
-        started = time.monotonic()
-        out, err = run.communicate(timeout=60)
-        elapsed = time.monotonic() - started
+        out, err = run.communicate(timeout=300)  # guards a hung test only
     finally:
         if run.poll() is None:
             run.kill()
-    assert elapsed < 25, "the run waited for the agent instead of stopping it"
     report = json.loads(out)
     assert (report["task_id"], report["outcome"]) == (TASK, "cancelled"), err
     assert "duplicate of #3" in report["reason"]

@@ -14,10 +14,12 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_use
@@ -70,15 +72,12 @@ def user_texts(body: dict[str, Any]) -> list[str]:
 
 def processes_talking_to(api: AnthropicAPI) -> list[int]:
     """Live processes whose environment points at this API (a `claude` left behind)."""
-    marker = f"ANTHROPIC_BASE_URL={api.url}".encode()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in psutil.process_iter():  # psutil: Linux, macOS and Windows alike
         try:
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
+            if process.environ().get("ANTHROPIC_BASE_URL") == api.url:
+                found.append(process.pid)
+        except psutil.Error:
             continue
     return found
 
@@ -86,7 +85,7 @@ def processes_talking_to(api: AnthropicAPI) -> list[int]:
 def test_the_process_check_sees_a_process_pointed_at_the_api(claude_api: AnthropicAPI) -> None:
     """The "no process left" checks below can fail: a live one is found."""
     env = {**os.environ, "ANTHROPIC_BASE_URL": claude_api.url}
-    child = subprocess.Popen(["sleep", "30"], env=env)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
     try:
         assert processes_talking_to(claude_api) == [child.pid]
     finally:
@@ -139,9 +138,7 @@ def test_wait_approve_resume_with_the_note_in_the_prompt(
     claude_api.script(
         text(
             "I need to delete the old table.\n"
-            + status(
-                "wait", "destructive", wait_for="approval", resume_when="user_approval"
-            )
+            + status("wait", "destructive", wait_for="approval", resume_when="user_approval")
         ),
         text("Deleted.\n" + status("success", "table deleted")),
     )

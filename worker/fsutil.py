@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+# On Windows a rename fails with PermissionError while another process (an antivirus scan, the
+# search indexer, a sync client, a reader) has either file open; it passes a moment later. Git
+# for Windows retries the same way, with growing delays. About 1.6 s in all, then the error.
+_REPLACE_DELAYS_S = (0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5)
+
+
+def replace(source: Path | str, target: Path | str) -> None:
+    """`os.replace`, retried a bounded number of times on Windows sharing violations."""
+    for delay in (*_REPLACE_DELAYS_S, None):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if delay is None or sys.platform != "win32":
+                raise
+            time.sleep(delay)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -18,7 +36,7 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -56,7 +74,7 @@ def quarantine(path: Path, folder: Path, reason: str) -> Path | None:
     if target.exists():
         target = folder / f"{path.stem}.{int(time.time() * 1000)}{path.suffix}"
     try:
-        os.replace(path, target)
+        replace(path, target)
     except FileNotFoundError:
         return None
     atomic_write_text(target.with_name(target.name + ".reason.txt"), reason.rstrip() + "\n")

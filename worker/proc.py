@@ -1,8 +1,9 @@
 """The one chokepoint for external processes.
 
-Every command starts in its own process group (a new session on POSIX), its stdout is read line
-by line, written to a log file and capped in memory, and a timeout or a stop request from the
-caller ends the whole group (children included). Command lines are logged with secrets redacted.
+Every command starts in its own process group (a new session on POSIX, a group and a Job Object
+on Windows: worker/platform/process.py), its stdout is read line by line, written to a log file
+and capped in memory, and a timeout or a stop request from the caller ends the whole tree
+(children included). Command lines are logged with secrets redacted.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ import contextlib
 import logging
 import os
 import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from worker.platform.process import TreeProcess
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,6 @@ _SECRET_SHAPES = re.compile(
 )
 _GRACE_S = 3.0
 _POLL_S = 0.2  # how often the watchdog looks at the clock and the stop flag
-# On Windows a new process group instead of a new session.
-_CREATE_GROUP = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
 
 
 @dataclass
@@ -97,7 +96,7 @@ def run_process(
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
+        proc: TreeProcess[str] = TreeProcess(
             argv,
             cwd=cwd,
             stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
@@ -108,8 +107,6 @@ def run_process(
             encoding="utf-8",
             errors="replace",
             bufsize=1,
-            start_new_session=sys.platform != "win32",
-            creationflags=_CREATE_GROUP,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return ProcResult(argv, None, "", f"cannot start {argv[0]}: {exc}", 0.0, not_found=True)
@@ -194,26 +191,9 @@ def run_process(
     )
 
 
-def kill_group(proc: subprocess.Popen[str], *, force: bool = False) -> None:
-    """End the process and every child in its group: SIGTERM, then SIGKILL after a grace."""
-    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        with contextlib.suppress(OSError):
-            subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
-        return
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        pgid = proc.pid  # leader gone; its group may live on under the same id
-    if force:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=_GRACE_S)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def kill_group(proc: TreeProcess[str], *, force: bool = False) -> None:
+    """End the process and its whole tree: asked first, forced after a grace (`force`: at once)."""
+    proc.end_tree(0.0 if force else _GRACE_S)
 
 
 def _drain(stream: IO[str] | None, into: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""SIGTERM/SIGINT turned into a callback on an ordinary thread.
+"""SIGTERM/SIGINT (and SIGBREAK on Windows) turned into a callback on an ordinary thread.
 
 A Python signal handler runs between two bytecodes of the main thread, which may at that
 moment hold the very lock (an Event's, a logging handler's) that the handler would take, so the
@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable, Iterator
 
 _NAMES = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}
+if hasattr(signal, "SIGBREAK"):  # Windows: CTRL_BREAK_EVENT, how a supervisor asks us to stop
+    _NAMES[signal.SIGBREAK] = "SIGBREAK"
 
 
 @contextlib.contextmanager

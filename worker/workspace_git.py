@@ -10,6 +10,7 @@ import logging
 import re
 from pathlib import Path
 
+from worker.platform.names import portable_name
 from worker.proc import run_process
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path
     except (InvalidGitRepositoryError, NoSuchPathError) as exc:
         raise UsageError(f"--use-worktree needs a git repository; {repo_dir} is not one") from exc
     branch = branch_name(task_id)
-    path = worktrees / branch.split("/", 1)[1]
+    path = worktrees / portable_name(branch.split("/", 1)[1])  # `CON` is no folder on Windows
     worktrees.mkdir(parents=True, exist_ok=True)
     try:
         if path.exists():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -155,7 +156,7 @@ def _steps(base: float, cap: float) -> int:
 def _windows(target: Target, settings: Settings, python: str) -> dict[str, str]:
     d = settings.daemon
     ws = str(settings.workspace)
-    args = " ".join(_win_quote(part) for part in _argv(target, settings, python)[1:])
+    args = subprocess.list2cmdline(_argv(target, settings, python)[1:])  # the C runtime's rules
     if target is Target.RUN:
         trigger = (
             "    <TimeTrigger>\n"
@@ -209,10 +210,6 @@ def _windows(target: Target, settings: Settings, python: str) -> dict[str, str]:
 </Task>
 """
     return {f"worker-{target.value}-{_slug(settings.workspace)}.xml": xml}
-
-
-def _win_quote(part: str) -> str:
-    return f'"{part}"' if any(ch in part for ch in ' \t"') or not part else part
 
 
 def _iso(seconds: float) -> str:

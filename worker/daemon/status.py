@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 from worker.config import Settings
 from worker.daemon import health
 from worker.daemon.state import SupervisorState
 from worker.daemon.supervisor import PRESENCE_KEY
+from worker.platform.process import alive
 from worker.store import Store
 
 
@@ -28,7 +27,7 @@ def supervise_status(settings: Settings, *, events: int = 20) -> dict[str, Any]:
         snap = state.snapshot()
         presence = state.get_json(PRESENCE_KEY) or {}
         pid = presence.get("pid")
-        running = "stopped_at" not in presence and isinstance(pid, int) and _alive(pid)
+        running = "stopped_at" not in presence and isinstance(pid, int) and alive(pid)
         return {
             "supervisor": {"running": running, **presence},
             "state": {
@@ -40,15 +39,3 @@ def supervise_status(settings: Settings, *, events: int = 20) -> dict[str, Any]:
             "events": state.events(limit=events),
             "revisions": state.revisions(),
         }
-
-
-def _alive(pid: int) -> bool:
-    if sys.platform == "win32":  # pragma: no cover - os.kill(pid, 0) terminates it there
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True

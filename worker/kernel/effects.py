@@ -15,6 +15,7 @@ from worker.fsutil import atomic_write_text, quarantine
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, ReplySignal, StaleItem
 from worker.models import Outcome, Task, TaskResult
+from worker.platform.names import portable_name
 from worker.sources.base import TaskSource
 from worker.sources.message import Message
 from worker.store import Store
@@ -155,4 +156,4 @@ def ask_clarification(settings: Settings, reply: ReplySignal) -> None:
             "thread_id": reply.task_id,
         }
     )
-    atomic_write_text(settings.inbox / f"{message.id}.json", message.dump())
+    atomic_write_text(settings.inbox / f"{portable_name(message.id)}.json", message.dump())

@@ -7,7 +7,6 @@ repair what failed, and the verify step runs the failing commands again.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +14,8 @@ from pathlib import Path
 
 from worker.config import Settings
 from worker.models import Task, TaskResult
-from worker.proc import run_process
+from worker.platform.shell import shell_command
+from worker.proc import child_env, run_process
 from worker.sources.base import Listing, Skipped
 from worker.store import Store
 
@@ -58,9 +58,16 @@ def run_checks(
 ) -> list[CheckResult]:
     results = []
     for number, command in enumerate(commands, start=1):
-        argv = ["cmd", "/c", command] if sys.platform == "win32" else ["sh", "-c", command]
+        argv, variables = shell_command(command)  # /bin/sh, or cmd.exe on Windows
         log_path = log_dir / f"check-{number}.log" if log_dir else None
-        proc = run_process(argv, cwd=cwd, timeout_s=timeout_s, log_path=log_path, cap_bytes=200_000)
+        proc = run_process(
+            argv,
+            cwd=cwd,
+            timeout_s=timeout_s,
+            env={**child_env(), **variables},
+            log_path=log_path,
+            cap_bytes=200_000,
+        )
         tail = (proc.stdout[-3000:] + "\n" + proc.stderr_tail[-2000:]).strip()
         results.append(CheckResult(command, proc.exit_code, tail, proc.timed_out))
     return results

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from worker.config import Settings
 from worker.fsutil import atomic_write_text, quarantine
 from worker.models import Outcome, Task, TaskResult
+from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
 from worker.sources.message import Message, addressed_messages
 from worker.store import Store
@@ -233,7 +234,7 @@ class InboxSource:
                 "in_reply_to": task.id,
             }
         )
-        atomic_write_text(self.root / f"{reply.id}.json", reply.dump())
+        atomic_write_text(self.root / f"{portable_name(reply.id)}.json", reply.dump())
 
 
 def reply_body(result: TaskResult) -> str:

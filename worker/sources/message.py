@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worker.errors import describe_validation
 from worker.fsutil import atomic_write_text, json_files
+from worker.platform.names import portable_name
 
 _CACHE_MAX_AGE_S = 2.0
 
@@ -116,6 +117,6 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
 def write_message(folder: Path, data: dict[str, Any]) -> Path:
     """Validate and write one message file (used by the intercom and tests)."""
     message = Message.model_validate(data)
-    path = folder / f"{message.id}.json"
+    path = folder / f"{portable_name(message.id)}.json"
     atomic_write_text(path, message.dump())
     return path

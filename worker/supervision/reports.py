@@ -18,6 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from worker.fsutil import replace
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -80,7 +82,7 @@ def write_report(folder: Path, report: StatusReport) -> Path:
             handle.write(data + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        replace(tmp, target)  # retried on Windows sharing violations (a synced folder)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

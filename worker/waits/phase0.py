@@ -10,7 +10,6 @@ waits in one batched look. A remote look at a wait happens at most every
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from worker.config import Settings
 from worker.errors import MalformedInput
 from worker.fsutil import quarantine
+from worker.platform.process import alive
 from worker.scheduling import ReadyWait
 from worker.store import Store
 from worker.waits import intercom
@@ -216,7 +216,7 @@ def _release_dead_claims(
             or claim["state"] != "active"
             or claim["source"] != "wait"
             or claim["machine_id"] != settings.machine_id
-            or _alive(claim["pid"])
+            or alive(claim["pid"])  # never os.kill(pid, 0): it terminates on Windows
         ):
             continue
         store.release_claim(wait.task.id, "released")
@@ -226,18 +226,6 @@ def _release_dead_claims(
                 WaitCode.WAIT_RESUME_INTERRUPTED,
                 f"run {claim['run_id']} (pid {claim['pid']}) died while resuming",
             )
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
 
 
 def _stamp(state: WaitState) -> str:

@@ -9,9 +9,7 @@ unknown keys are kept. Writes are atomic.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from worker.errors import MalformedInput, describe_validation
 from worker.fsutil import atomic_write_text, json_files
 from worker.models import Task
+from worker.platform.names import portable_name
 
 SCHEMA_VERSION = 1
 CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
@@ -115,10 +114,7 @@ def _inbox_sender(inbox: Path, state: WaitState) -> str | None:
 def file_name(task_id: str) -> str:
     """A safe file name for the task's wait state, one per task id: when characters had to be
     replaced (`owner/name#12`), a short hash of the id keeps `a/b` and `a_b` apart."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") or "task"
-    if safe != task_id:
-        safe += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
-    return safe + ".json"
+    return portable_name(task_id) + ".json"  # valid on Windows too: no `CON`, no `:`
 
 
 def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) -> Path:
