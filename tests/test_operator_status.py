@@ -73,7 +73,7 @@ def test_status_during_a_run_shows_the_task_its_tool_its_claim_and_the_queue(
     text = CliRunner().invoke(app, ["status", "-w", str(workspace)]).stdout
     assert "running: nothing" in text  # the run has ended since
     after = _status(workspace)
-    assert after["running"] == [] and after["last_run"]["task_id"] == "msg-busy"
+    assert after["running"] == [] and after["last_run"]["id"] == run["run"]
 
 
 def _until(ws: Path, shows: Any) -> dict[str, Any]:

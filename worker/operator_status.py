@@ -5,7 +5,6 @@ failures, today's spend and the notifications not sent yet."""
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
@@ -13,6 +12,7 @@ from worker.config import Settings
 from worker.costs import spent_today
 from worker.humanize import CONDITION_WORDS, duration
 from worker.notify.outbox import pending
+from worker.platform.process import alive
 from worker.progress import progress_of
 from worker.run_log import describe, runs_where
 from worker.store import Store
@@ -100,7 +100,7 @@ def _running(store: Store, machine_id: str, now: float) -> list[dict[str, Any]]:
     beats = progress_of(store, [r["id"] for r in rows])
     found = []
     for run in rows:
-        if run["machine_id"] == machine_id and not _alive(run["pid"]):
+        if run["machine_id"] == machine_id and not alive(run["pid"]):
             continue  # a crashed run; its claim's lease brings its task back
         beat = beats.get(run["id"]) or {}
         found.append(
@@ -123,12 +123,3 @@ def _running(store: Store, machine_id: str, now: float) -> list[dict[str, Any]]:
         )
     return found
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True

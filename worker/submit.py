@@ -59,7 +59,7 @@ def submit(
     msg_id, rank, target = new_message_id(now), _priority(priority), to or settings.machine_id
     data = {
         "id": msg_id,
-        "from": sender or os.environ.get("USER") or "cli",
+        "from": sender or os.environ.get("USER") or os.environ.get("USERNAME") or "cli",
         "to": target,
         "subject": title.strip(),
         "body": body,
