@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures: a real PostgreSQL)
+
 # In CI the property tests run the same examples every time: a failure there is reproducible,
 # and a landing never depends on luck. Locally they explore new examples on each run.
 hypothesis_settings.register_profile("ci", derandomize=True, database=None)

@@ -81,7 +81,11 @@ def test_store_migrates_an_empty_database(tmp_path: Path) -> None:
     # Opening again applies nothing twice.
     with Store(tmp_path / "w.db") as store:
         rows = store.db.execute("SELECT component, version FROM migrations").fetchall()
-        assert [tuple(r) for r in rows if r[0] == "core"] == [("core", 1)]
+        assert [tuple(r) for r in rows if r[0] == "core"] == [("core", 1), ("core", 2)]
+        indexes = {
+            r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='index'")
+        }
+        assert {"iterations_run", "decisions_run"} <= indexes
 
 
 def test_component_migrations_run_once_in_order(tmp_path: Path) -> None:

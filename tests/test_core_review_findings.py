@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from worker.config import load_settings
+from worker.errors import ConfigError
 from worker.runner import RunOptions, run_once
 
 from .conftest import FakeAgent, write_message
@@ -161,7 +162,7 @@ def test_a_crash_before_the_task_starts_is_recorded_not_left_running(
 
     monkeypatch.setattr(worker.sources.inbox.os, "rename", broken)
     write_message(workspace, "msg-early")
-    with pytest.raises(PermissionError):
+    with pytest.raises(ConfigError, match=r"cannot move msg-early\.json into claimed/"):
         run(workspace)
     db = sqlite3.connect(workspace / ".worker" / "worker.db")
     outcome, reason = db.execute("SELECT outcome, reason FROM runs").fetchone()
@@ -190,7 +191,8 @@ def test_a_wait_restored_in_a_mode_that_no_longer_exists_resumes_in_a_known_mode
     write_message(workspace, "answer", thread_id="msg-old-mode")
     report = run(workspace)
     assert (report.task_id, report.outcome.value) == ("msg-old-mode", "success")
-    assert report.modes[-1] == "sync-simple" and report.mode_reason == "MODE_DEFAULT"
+    # The mode it asked for is unknown: the default mode, flagged MODE_UNKNOWN.
+    assert report.modes[-1] == "sync-simple" and report.mode_reason == "MODE_UNKNOWN"
     # The model and iteration count of the vanished mode are not carried over.
     argv = fake_claude.task_calls[-1]["argv"]
     assert argv[argv.index("--model") + 1] == "sonnet"

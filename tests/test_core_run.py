@@ -56,7 +56,7 @@ def test_success_on_the_first_iteration(workspace: Path, fake_claude: FakeAgent)
     assert "Please do the thing." in call["stdin"] and "=== AGENT STATUS ===" in call["stdin"]
     # The message is done and the sender got a reply.
     assert (workspace / "inbox" / "done" / "msg-1.json").exists()
-    reply = json.loads((workspace / "inbox" / "msg-1-success-reply.json").read_text())
+    reply = json.loads((workspace / "inbox" / "outbox" / "msg-1-success-reply.json").read_text())
     assert reply["to"] == "alice" and reply["in_reply_to"] == "msg-1"
     assert "Outcome: success" in reply["body"]
 

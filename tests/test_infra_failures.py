@@ -99,8 +99,8 @@ def test_a_bad_key_leaves_the_task_untouched_and_exits_78(
     assert not (workspace / "inbox" / "done").exists() or not any(
         (workspace / "inbox" / "done").iterdir()
     )
-    assert not (workspace / "inbox" / "msg-1-failure-reply.json").exists()
-    note = json.loads((workspace / "inbox" / "msg-1-stopped-reply.json").read_text())
+    assert not (workspace / "inbox" / "outbox" / "msg-1-failure-reply.json").exists()
+    note = json.loads((workspace / "inbox" / "outbox" / "msg-1-stopped-reply.json").read_text())
     assert "could not authenticate" in note["body"]
     assert iterations(workspace) == 0
     db = sqlite3.connect(workspace / ".worker" / "worker.db")
@@ -140,7 +140,7 @@ def test_an_unavailable_api_turns_the_task_into_a_timed_wait(
     assert state["resumeWhen"] == "time"
     wait = datetime.fromisoformat(state["resumeAt"]) - datetime.now(UTC)
     assert timedelta(minutes=4) < wait <= timedelta(minutes=5)
-    reply = json.loads((workspace / "inbox" / "msg-1-waiting-reply.json").read_text())
+    reply = json.loads((workspace / "inbox" / "outbox" / "msg-1-waiting-reply.json").read_text())
     assert "could not reach the model API" in reply["body"]
 
     # Time passes; the API still fails: the next wait is longer.

@@ -61,7 +61,7 @@ def test_cancel_drops_a_queued_task_and_tells_its_sender(
     assert {"SAFETY_OVERRIDE", "QUEUED_DROPPED"} <= set(report.reason_codes)
     inbox = workspace / "inbox"
     assert json.loads((inbox / "done" / "m1.json").read_text())["status"] == "read"
-    reply = json.loads((inbox / "m1-cancelled-reply.json").read_text())
+    reply = json.loads((inbox / "outbox" / "m1-cancelled-reply.json").read_text())
     assert "cancelled: cancel by cli: duplicate" in reply["body"]
     assert not list(control_dir(settings).glob("*.json"))
     kernel = _event(settings, report.run_id)["detail"]["kernel"]
@@ -85,7 +85,7 @@ def test_cancel_a_waiting_task(workspace: Path) -> None:
     assert report.outcome is Outcome.IDLE and "WAIT_CANCELLED" in report.reason_codes
     assert not path.exists()
     assert (settings.wait_states / "cancelled" / path.name).exists()  # kept, not deleted
-    reply = json.loads((workspace / "inbox" / "w1-cancelled-reply.json").read_text())
+    reply = json.loads((workspace / "inbox" / "outbox" / "w1-cancelled-reply.json").read_text())
     assert reply["to"] == "alice"
 
 
@@ -129,7 +129,7 @@ def test_unclear_reply_asks_once(workspace: Path) -> None:
     write_message(workspace, "r1", **{"from": "bob"}, in_reply_to="w1", body="should we stop?")
     first = run_once(settings, RunOptions())
     assert "CLARIFICATION_ASKED" in first.reason_codes
-    ask = json.loads((workspace / "inbox" / "r1-clarify.json").read_text())
+    ask = json.loads((workspace / "inbox" / "outbox" / "r1-clarify.json").read_text())
     assert ask["to"] == "bob" and ask["in_reply_to"] == "w1"
     second = run_once(settings, RunOptions())
     assert "CLARIFICATION_ASKED" not in second.reason_codes

@@ -57,7 +57,7 @@ def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: Fake
     _wait_for(lambda: not _group_alive(agent_pid), "the agent's child to be reaped", 10)
     inbox = workspace / "inbox"
     assert (inbox / "done" / "msg-long.json").exists()  # not back in the queue
-    reply = json.loads((inbox / "msg-long-cancelled-reply.json").read_text())
+    reply = json.loads((inbox / "outbox" / "msg-long-cancelled-reply.json").read_text())
     assert reply["to"] == "alice" and "[cancelled]" in reply["subject"]
     state = workspace / ".worker"
     assert not list((state / "control").glob("*.json"))  # the order was consumed

@@ -76,8 +76,10 @@ def test_a_full_run_in_a_synced_folder_with_an_id_windows_refuses(
     write_message(ws, "msg-1", id="ask: CON?")
     result = run_worker(ws, "run", env={"WORKER_REVIEW__ENABLED": "false"})
     assert result.returncode == 0, result.stderr
-    assert (ws / "inbox" / "done" / "msg-1.json").exists()
-    replies = [p for p in json_files(ws / "inbox") if p.name != "msg-1.json"]
+    (done,) = json_files(ws / "inbox" / "done")  # kept under its id, in a name Windows accepts
+    assert valid_on_windows(done.name)
+    assert json.loads(done.read_text(encoding="utf-8"))["id"] == "ask: CON?"
+    replies = json_files(ws / "inbox" / "outbox")
     assert len(replies) == 1 and valid_on_windows(replies[0].name), replies
     assert json.loads(replies[0].read_text(encoding="utf-8"))["in_reply_to"] == "ask: CON?"
 

@@ -191,7 +191,7 @@ def test_a_bad_key_ends_the_run_with_78_and_leaves_the_task(
     assert report["reason"].startswith("Claude Code could not authenticate")
     assert "ANTHROPIC_API_KEY" in report["reason"]
     assert json.loads(message.read_text())["status"] == "unread"
-    assert not (workspace / "inbox" / "msg-1-failure-reply.json").exists()
+    assert not (workspace / "inbox" / "outbox" / "msg-1-failure-reply.json").exists()
     assert iterations(workspace) == 0
     assert len(claude_api.conversation_requests()) <= 3  # not the CLI's 10 retries
     assert processes_talking_to(claude_api) == []

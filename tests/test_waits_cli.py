@@ -87,7 +87,7 @@ def test_cancel_reports_to_the_source_and_moves_the_file(settings: Settings) -> 
     result = cli(settings.workspace, "waits", "cancel", "msg-6", "--reason", "not needed", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["outcome"] == "cancelled"
     assert (settings.wait_states / "cancelled" / "msg-6.json").exists()
-    reply = json.loads((settings.inbox / "msg-6-cancelled-reply.json").read_text())
+    reply = json.loads((settings.inbox / "outbox" / "msg-6-cancelled-reply.json").read_text())
     assert reply["to"] == "alice" and "not needed" in reply["body"]
 
 

@@ -159,7 +159,7 @@ def test_expired_waits_are_reported_and_moved_aside(settings: Settings) -> None:
     assert result.expired == ["msg-e"] and result.pending == 1
     assert (settings.wait_states / "expired" / "msg-e.json").exists()
     assert not (settings.wait_states / "msg-e.json").exists()
-    reply = json.loads((settings.inbox / "msg-e-expired-reply.json").read_text())
+    reply = json.loads((settings.inbox / "outbox" / "msg-e-expired-reply.json").read_text())
     assert reply["to"] == "alice" and "Outcome: expired" in reply["body"]
     assert "WAIT_EXPIRED" in log_codes(settings, "msg-e")
 
@@ -200,9 +200,17 @@ def test_dry_run_changes_nothing(settings: Settings) -> None:
     assert (settings.wait_states / "old.json").exists()
 
 
-def test_unknown_condition_is_treated_as_an_approval(settings: Settings) -> None:
-    make_wait(settings, "odd", "manual_review")
-    assert ready_ids(scan(settings)) == {}
-    intercom.write_note(settings, "odd", "approval")
-    assert "odd" in ready_ids(scan(settings))
-    assert "WAIT_CONDITION_DEFAULTED" in log_codes(settings, "odd")
+def test_an_unknown_condition_read_from_a_file_is_quarantined_naming_resume_when(
+    settings: Settings,
+) -> None:
+    """`resumeWhen: banana` would never resume: the file is set aside with its reason, and a
+    good wait beside it still resumes."""
+    make_wait(settings, "good", "time", resumeAt=NOW - timedelta(seconds=5))
+    good = json.loads((settings.wait_states / "good.json").read_text())
+    (settings.wait_states / "odd.json").write_text(
+        json.dumps({**good, "taskId": "odd", "resumeWhen": "banana"})
+    )
+    result = scan(settings)
+    assert set(ready_ids(result)) == {"good"}
+    reason = (settings.wait_states / "rejected" / "odd.json.reason.txt").read_text()
+    assert "resumeWhen" in reason and "banana" in reason

@@ -74,7 +74,7 @@ def test_approval_through_the_cli_resumes_the_same_session_mode_and_iteration(
     assert "iteration 2 of" in call["stdin"]
     assert not (workspace / "wait_states" / "msg-1.json").exists()
     # The sender heard about the end; the approval is consumed by the next run.
-    assert (workspace / "inbox" / "msg-1-success-reply.json").exists()
+    assert (workspace / "inbox" / "outbox" / "msg-1-success-reply.json").exists()
     run(workspace)
     notes = workspace / ".worker" / "intercom" / "msg-1"
     assert not list(notes.glob("*.json")) and list((notes / "done").glob("*.json"))
@@ -233,7 +233,7 @@ def test_an_expired_wait_is_an_outcome_reported_to_its_source(
     state["expiresAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
     path.write_text(json.dumps(state))
     assert run(workspace).outcome.value == "idle"
-    reply = json.loads((workspace / "inbox" / "msg-x-expired-reply.json").read_text())
+    reply = json.loads((workspace / "inbox" / "outbox" / "msg-x-expired-reply.json").read_text())
     assert reply["to"] == "alice" and reply["in_reply_to"] == "msg-x"
     assert (workspace / "wait_states" / "expired" / "msg-x.json").exists()
 

@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worker.daemon.settings import DaemonSettings
 from worker.errors import ConfigError
+from worker.fleet.settings import FleetSettings
 from worker.notify.settings import NotifySettings
+from worker.retention_settings import RetentionSettings
 from worker.review.settings import ReviewSettings
 from worker.sources.github_settings import GitHubSettings
 from worker.supervision.settings import SupervisionSettings
@@ -72,6 +74,8 @@ class Settings(BaseModel):
     supervision: SupervisionSettings = Field(default_factory=SupervisionSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
 
     @field_validator("machine_id")

@@ -126,13 +126,12 @@ def save_budget_wait(settings: Settings, point: WaitPoint, spent: float) -> Path
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(
         hour=0, minute=0, second=0, microsecond=0
     )
-    state = base_state(settings, point, "time")
+    state = base_state(settings, point, "time", tomorrow)
     state.reason = (
         f"{DAILY_BUDGET_REACHED}: ${spent:.2f} spent today, the cap is "
         f"${settings.daily_cost_cap_usd:.2f}"
     )
     state.wait_for = f"the next day ({tomorrow:%Y-%m-%d} 00:00 UTC): the daily spend cap"
-    state.resume_at = tomorrow
     return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
 
 

@@ -63,10 +63,9 @@ def save_unavailable_wait(
     at = datetime.now(UTC) + timedelta(
         seconds=UNAVAILABLE_BACKOFF_S[min(hits, len(UNAVAILABLE_BACKOFF_S) - 1)]
     )
-    state = base_state(settings, point, "time")
+    state = base_state(settings, point, "time", at)
     state.reason = infra.message
     state.wait_for = f"the model API to answer again (retry at {at.isoformat()})"
-    state.resume_at = at
     extra = state.model_extra if state.model_extra is not None else {}
     extra[HITS_KEY] = hits + 1
     if answer:

@@ -8,6 +8,7 @@ match, default, description) sit beside the specification's.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -17,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.errors import ConfigError, describe_validation
 from worker.models import Task
+
+log = logging.getLogger(__name__)
 
 
 class Escalation(BaseModel):
@@ -90,9 +93,24 @@ class ModeSet:
         return stronger[0] if stronger else None
 
     def detect(self, task: Task) -> tuple[str, str]:
-        """Pick a mode deterministically: (mode id, reason code)."""
+        """Pick a mode deterministically: (mode id, reason code). A task asking for a mode
+        that does not exist falls back to the rules below, with a warning and MODE_UNKNOWN."""
         if task.mode and task.mode in self.modes:
             return task.mode, "MODE_FROM_TASK"
+        if task.mode:
+            mode_id, rule = self._detect(task)
+            log.warning(
+                "%s asks for mode %r, which %s does not define; using %s (%s)",
+                task.id,
+                task.mode,
+                self.source,
+                mode_id,
+                rule,
+            )
+            return mode_id, "MODE_UNKNOWN"
+        return self._detect(task)
+
+    def _detect(self, task: Task) -> tuple[str, str]:
         text = f"{task.title}\n{task.body[:4000]}".lower()
         for mode in self.modes.values():
             if any(re.search(rf"\b{re.escape(word.lower())}", text) for word in mode.match):
@@ -113,6 +131,8 @@ def load_modes(path: Path | None) -> ModeSet:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"modes_file: cannot read {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
         source = str(path)
     try:
         parsed = ModesFile.model_validate(json.loads(text))
@@ -132,6 +152,11 @@ def validate_modes(modes: list[Mode], source: str) -> ModeSet:
         if mode.agent == "command" and not mode.command:
             raise ConfigError(f"{source}: mode {mode.id!r}: agent 'command' needs 'command'")
         by_id[mode.id] = mode
+    defaults = [mode.id for mode in modes if mode.default]
+    if len(defaults) > 1:
+        raise ConfigError(
+            f"{source}: {len(defaults)} modes say default: {', '.join(defaults)}; keep one"
+        )
     for mode in modes:
         seen = [mode.id]
         current = mode

@@ -1,6 +1,7 @@
-"""The service behind `worker status` (and Telegram's `/status`): the running task as its
-heartbeat tells it, the waits, the claims and their leases, the queue per source, the last
-failures, today's spend and the notifications not sent yet."""
+"""The service behind `worker status` (and Telegram's `/status`): what `worker.integrity`
+shows (the waits, the claims and their leases, files set aside, the last run) plus the
+running task as its heartbeat tells it, the queue per source, the last failures, today's
+spend and the notifications not sent yet."""
 
 from __future__ import annotations
 
@@ -11,21 +12,24 @@ from typing import Any
 from worker.config import Settings
 from worker.costs import spent_today
 from worker.humanize import CONDITION_WORDS, duration
+from worker.integrity import status as integrity_status
 from worker.notify.outbox import pending
 from worker.platform.process import alive
 from worker.progress import progress_of
 from worker.run_log import describe, runs_where
 from worker.store import Store
-from worker.waits.service import status as waits_status
 
 log = logging.getLogger(__name__)
 
 _FAILED = ("failure", "error")
 
 
-def status(settings: Settings, with_queue: bool = True) -> dict[str, Any]:
-    data = waits_status(settings)
-    data.update(running=[], claims=[], failures=[], spent_today_usd=0.0, unsent=0)
+def status(settings: Settings, with_queue: bool = True, check: bool = False) -> dict[str, Any]:
+    """The integrity view (waits, claims and their leases, files set aside, the last run,
+    the database check) with the running task, the queue, failures, spend and unsent
+    notifications added."""
+    data = integrity_status(settings, check=check)
+    data.update(running=[], failures=[], spent_today_usd=0.0, unsent=0)
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
     data["queue"] = queue_depth(settings) if with_queue else None
     if not settings.db_path.exists():
@@ -33,16 +37,6 @@ def status(settings: Settings, with_queue: bool = True) -> dict[str, Any]:
     now = time.time()
     with Store(settings.db_path) as store:
         data["running"] = _running(store, settings.machine_id, now)
-        data["claims"] = [
-            {
-                "task_id": c["task_id"],
-                "source": c["source"],
-                "machine": c["machine_id"],
-                "run": c["run_id"],
-                "lease_left_s": round(c["lease_until"] - now),
-            }
-            for c in store.active_claims()
-        ]
         failed = runs_where(store, "outcome IN (?, ?)", _FAILED, limit=5)
         data["failures"] = [
             {k: row[k] for k in ("run", "started_at", "task", "title", "outcome", "reason")}
@@ -122,4 +116,3 @@ def _running(store: Store, machine_id: str, now: float) -> list[dict[str, Any]]:
             }
         )
     return found
-

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from worker.fleet.settings import redact_url
 from worker.platform.process import TreeProcess
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,13 @@ def redact(text: str) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 8:
             text = text.replace(value, "***")
+    text = redact_url(text)
     return _SECRET_SHAPES.sub("***", text)
 
 
 # The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
 # could otherwise act as the worker (approve its own wait, label issues as trusted work).
-_WORKER_SECRETS = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN")
+_WORKER_SECRETS = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN", "WORKER_FLEET__DATABASE_URL")
 
 
 def child_env() -> dict[str, str]:

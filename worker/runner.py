@@ -12,9 +12,11 @@ import sqlite3
 import threading
 import time
 
+from worker import retention
 from worker.agents.infra import preflight
 from worker.config import Settings
 from worker.errors import ConfigError, UsageError
+from worker.fleet import fleet_session
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import Mode, ModeSet, load_modes, modes_path
@@ -53,9 +55,15 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         from worker.workspace_git import ensure_repo
 
         ensure_repo(settings.workspace)
-    with workspace_lock(settings), Store(settings.db_path) as store:
+    with (
+        workspace_lock(settings),
+        Store(settings.db_path) as store,
+        fleet_session(settings, store),
+    ):
         try:
-            return _run(settings, options, modes, store)
+            report = _run(settings, options, modes, store)
+            retention.after_run(settings, store)  # at most once a day
+            return report
         finally:
             _STOP.clear()  # a stop asked just before the run still stops it
 
@@ -263,14 +271,17 @@ def _take_and_run(
         reason_codes=[*decision.reason_codes, *([mode_reason] if mode_reason else [])],
         candidates=decision.candidates,
         latency_ms=(time.monotonic() - t0) * 1000,
-        detail={
-            "skipped": [s.__dict__ for ls in snap.listings for s in ls.skipped][:50],
-            "errors": [e for ls in snap.listings for e in ls.errors][:20],
-            "recovered": recovered,
-            "orphans_ended": orphans,
-            "excluded": sorted(excluded),
-            "kernel": {**decision.event(), "applied": applied},
-        },
+        detail=retention.decision_detail(
+            decision.task is None,
+            {
+                "skipped": [s.__dict__ for ls in snap.listings for s in ls.skipped][:50],
+                "errors": [e for ls in snap.listings for e in ls.errors][:20],
+                "recovered": recovered,
+                "orphans_ended": orphans,
+                "excluded": sorted(excluded),
+                "kernel": {**decision.event(), "applied": applied},
+            },
+        ),
     )
     report = RunReport(
         Outcome.IDLE,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -90,11 +90,47 @@ def _core_v1(db: sqlite3.Connection) -> None:
     )
 
 
-CORE_MIGRATIONS: list[Migration] = [_core_v1]
+def _core_v2(db: sqlite3.Connection) -> None:
+    """Indexes for the lookups by run (`worker why`, `worker log`) and for retention."""
+    db.execute("CREATE INDEX IF NOT EXISTS iterations_run ON iterations(run_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS decisions_run ON decisions(run_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS decisions_at ON decisions(at)")
+
+
+CORE_MIGRATIONS: list[Migration] = [_core_v1, _core_v2]
+
+
+class ClaimBackend(Protocol):
+    """Where leases live when not in this database: a fleet's PostgreSQL (worker.fleet)."""
+
+    def claim(
+        self, task_id: str, source: str, machine_id: str, pid: int, lease_s: float, **detail: Any
+    ) -> bool: ...
+    def renew_claim(self, task_id: str, lease_s: float) -> None: ...
+    def release_claim(self, task_id: str, state: str) -> None: ...
+    def expire_claim(self, task_id: str) -> bool: ...
+    def note_agent(self, task_id: str, pid: int, started: str | None) -> None: ...
+    def active_claims(self) -> list[dict[str, Any]]: ...
+    def claim_of(self, task_id: str) -> dict[str, Any] | None: ...
+    def expired_claims(self, now: float | None = None) -> list[dict[str, Any]]: ...
+
+
+class RunHistory(Protocol):
+    """A second home for runs and decisions, visible to every machine (worker.fleet)."""
+
+    def run_started(self, run_id: int, machine_id: str, pid: int) -> None: ...
+    def run_finished(self, run_id: int, fields: dict[str, Any]) -> None: ...
+    def decision(self, run_id: int | None, fields: dict[str, Any]) -> None: ...
 
 
 class Store:
-    """One SQLite database under the state folder. Open, use, close; or use as a context."""
+    """One SQLite database under the state folder. Open, use, close; or use as a context.
+
+    `claims` and `history` are the fleet's seam: None keeps everything here; a fleet run
+    attaches PostgreSQL, and every source's claims then go there unchanged."""
+
+    claims: ClaimBackend | None = None
+    history: RunHistory | None = None
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -176,9 +212,14 @@ class Store:
                 "INSERT INTO runs(started_at, machine_id, pid) VALUES (?, ?, ?)",
                 (time.time(), machine_id, pid),
             )
-            return int(cur.lastrowid or 0)
+            run_id = int(cur.lastrowid or 0)
+        if self.history is not None:
+            self.history.run_started(run_id, machine_id, pid)
+        return run_id
 
     def finish_run(self, run_id: int, **fields: Any) -> None:
+        if self.history is not None:
+            self.history.run_finished(run_id, dict(fields))
         fields["ended_at"] = time.time()
         for key in ("modes", "reason_codes"):
             if key in fields:
@@ -197,6 +238,8 @@ class Store:
             )
 
     def record_decision(self, run_id: int | None, **fields: Any) -> int:
+        if self.history is not None:
+            self.history.decision(run_id, dict(fields))
         fields["reason_codes"] = json.dumps(fields.get("reason_codes", []))
         fields["candidates"] = json.dumps(fields.get("candidates", {}))
         fields["detail"] = json.dumps(fields.get("detail", {}), default=str)
@@ -233,6 +276,8 @@ class Store:
     ) -> bool:
         """Take a lease on a task; False while another run's lease is live. A finished task
         (done, failed) can be taken again: that is how `--task-id` reruns it."""
+        if self.claims is not None:
+            return self.claims.claim(task_id, source, machine_id, pid, lease_s, **detail)
         now = time.time()
         with self.transaction() as db:
             row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
@@ -256,6 +301,8 @@ class Store:
             return True
 
     def renew_claim(self, task_id: str, lease_s: float) -> None:
+        if self.claims is not None:
+            return self.claims.renew_claim(task_id, lease_s)
         with self.transaction() as db:
             db.execute(
                 "UPDATE claims SET lease_until = ? WHERE task_id = ? AND state = 'active'",
@@ -264,14 +311,31 @@ class Store:
 
     def release_claim(self, task_id: str, state: str) -> None:
         """End a lease: `done`, `failed`, `waiting` or `released` (available again)."""
+        if self.claims is not None:
+            return self.claims.release_claim(task_id, state)
         with self.transaction() as db:
             db.execute(
                 "UPDATE claims SET state = ?, lease_until = ? WHERE task_id = ?",
                 (state, time.time(), task_id),
             )
 
+    def expire_claim(self, task_id: str) -> bool:
+        """Mark a lease that ran out `expired`; False when it is live again or another run
+        has done it already (so only one run brings the task back)."""
+        if self.claims is not None:
+            return self.claims.expire_claim(task_id)
+        with self.transaction() as db:
+            cur = db.execute(
+                "UPDATE claims SET state = 'expired' WHERE task_id = ? AND state = 'active'"
+                " AND lease_until <= ?",
+                (task_id, time.time()),
+            )
+            return cur.rowcount == 1
+
     def note_agent(self, task_id: str, pid: int, started: str | None) -> None:
         """Record the agent process group working on a claimed task (see worker.orphans)."""
+        if self.claims is not None:
+            return self.claims.note_agent(task_id, pid, started)
         with self.transaction() as db:
             row = db.execute("SELECT detail FROM claims WHERE task_id = ?", (task_id,)).fetchone()
             if row is None:
@@ -283,14 +347,49 @@ class Store:
             )
 
     def active_claims(self) -> list[dict[str, Any]]:
+        if self.claims is not None:
+            return self.claims.active_claims()
         rows = self.db.execute("SELECT * FROM claims WHERE state = 'active'")
         return [dict(row) for row in rows]
 
     def claim_of(self, task_id: str) -> dict[str, Any] | None:
+        if self.claims is not None:
+            return self.claims.claim_of(task_id)
         row = self.db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
         return dict(row) if row else None
 
+    def recover_claim(
+        self, task_id: str, give_back: Callable[[dict[str, Any]], None], now: float | None = None
+    ) -> bool:
+        """Return an expired claim in one step: `give_back(claim)` puts the task back where it
+        came from (the inbox moves its file out of `claimed/`), and the claim is released in
+        the same write transaction. The task is given back before the release commits, so no
+        state leaves a claim released while its file stays in `claimed/`; a crash in between
+        leaves the claim expired, and the next recovery gives back again (idempotent). False
+        when the claim is live (renewed, or taken again) or already released."""
+        now = time.time() if now is None else now
+        if self.claims is not None:
+            # The fleet's lease row: given back first, then marked expired, so a crash in
+            # between leaves a lease that any run may take again, never a stranded file.
+            claim = self.claims.claim_of(task_id)
+            if claim is None or claim["state"] != "active" or claim["lease_until"] > now:
+                return False
+            give_back(claim)
+            return self.claims.expire_claim(task_id)
+        with self.transaction() as db:
+            row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
+            if row is None or row["state"] != "active" or row["lease_until"] > now:
+                return False
+            give_back(dict(row))
+            db.execute(
+                "UPDATE claims SET state = 'expired', lease_until = ? WHERE task_id = ?",
+                (now, task_id),
+            )
+            return True
+
     def expired_claims(self, now: float | None = None) -> list[dict[str, Any]]:
+        if self.claims is not None:
+            return self.claims.expired_claims(now)
         now = time.time() if now is None else now
         rows = self.db.execute(
             "SELECT * FROM claims WHERE state = 'active' AND lease_until <= ?", (now,)

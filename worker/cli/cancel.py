@@ -41,16 +41,17 @@ def cancel(
         raise UsageError("--pause and --resume cannot be used together")
     order = Order.PAUSE if pause else Order.RESUME if resume else Order.CANCEL
     settings = settings_for(workspace)
-    require_known(settings, task, force=force)
-    written = write_order(settings, task, order, reason)
+    if settings.fleet.enabled:  # every machine's control poll reads the fleet database
+        from worker.fleet.orders import send_order
+
+        # Other machines' tasks are not known here: the fleet database takes any order.
+        order_id, where = send_order(settings, task, order, reason), settings.fleet.shown_url()
+    else:
+        require_known(settings, task, force=force)
+        written = write_order(settings, task, order, reason)
+        order_id, where = written.id, str(written.ref)
     ui.emit(
-        {
-            "order": written.id,
-            "action": order.value,
-            "task": task,
-            "reason": reason,
-            "file": str(written.ref),
-        },
+        {"order": order_id, "action": order.value, "task": task, "reason": reason, "file": where},
         as_json,
         _render,
     )

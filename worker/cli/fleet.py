@@ -30,8 +30,13 @@ def fleet_command(
     from worker.supervision.reports import now_utc
 
     settings = settings_for(workspace)
-    folder = reports if reports is not None else reports_folder(settings)
-    view = fleet_view(folder, stale_after or stale_after_s(settings), now_utc())
+    if settings.fleet.enabled and reports is None:  # every machine, from the fleet database
+        from worker.fleet.view import fleet_view as fleet_db_view
+
+        view = fleet_db_view(settings, stale_after or stale_after_s(settings))
+    else:
+        folder = reports if reports is not None else reports_folder(settings)
+        view = fleet_view(folder, stale_after or stale_after_s(settings), now_utc())
     ui.emit(view.to_dict(), as_json, _render)
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.errors import UsageError
+
+if TYPE_CHECKING:
+    from worker.config import Settings
 
 _COLUMNS = [
     "run",
@@ -34,6 +38,9 @@ def log_command(
         bool, typer.Option("--follow", "-f", help="Keep printing runs as they happen (Ctrl-C).")
     ] = False,
     as_json: JsonOpt = False,
+    fleet: Annotated[
+        bool, typer.Option("--fleet", help="Every machine's runs, from the fleet database.")
+    ] = False,
 ) -> None:
     """List recent runs: task and title, outcome and its codes (e.g. AGENT_NOT_FOUND), what
     ended it in words, the decision's reason codes, iterations and cost."""
@@ -42,6 +49,9 @@ def log_command(
     from worker.store import Store
 
     settings = settings_for(workspace)
+    if fleet:
+        _fleet_log(settings, limit, as_json)
+        return
     if follow:
         for row in follow_runs(settings, limit, threading.Event()):
             if as_json:
@@ -97,6 +107,34 @@ def _follow_line(row: dict[str, Any]) -> str:
         f"{head}{task}: {row['outcome']} ({codes}) after {row['iterations']} iteration(s),"
         f" ${row['cost_usd']:.4f}"
     )
+
+
+def _fleet_log(settings: Settings, limit: int, as_json: bool) -> None:
+    from worker.fleet.view import fleet_log
+
+    if not settings.fleet.enabled:
+        raise UsageError("--fleet needs [fleet] database_url (or WORKER_FLEET__DATABASE_URL)")
+    ui.emit(fleet_log(settings, limit), as_json, _render_fleet)
+
+
+def _render_fleet(data: dict[str, Any]) -> None:
+    rows = [
+        {
+            "run": run["id"],
+            "machine": run["machine_id"],
+            "started": _when(run["started_at"]),
+            "task": run["task_id"],
+            "outcome": run["outcome"] or "running",
+            "modes": run["modes"],
+            "cost": run["cost_usd"],
+            "reasons": run["reason_codes"],
+        }
+        for run in data["runs"]
+    ]
+    if not rows:
+        ui.line(f"no runs yet in {data['database']}")
+        return
+    ui.table(rows, ["run", "machine", "started", "task", "outcome", "modes", "cost", "reasons"])
 
 
 def _when(ts: float) -> str:

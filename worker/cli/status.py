@@ -1,36 +1,78 @@
-"""`worker status`: at a glance, what runs, waits, holds a lease, queues, failed and cost."""
+"""`worker status`: at a glance, what runs, waits, holds a lease, queues, was set aside, failed
+and cost; `--check` also checks the database."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.errors import UsageError
 from worker.humanize import CONDITION_WORDS, duration, moment, yes_no
 
+_SHOWN = 20  # files set aside listed in text; --json lists them all
 
-def status_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
+CheckOpt = Annotated[
+    bool, typer.Option("--check", help="Also run SQLite's integrity check on the database.")
+]
+FleetOpt = Annotated[bool, typer.Option("--fleet", help="Every machine, from the fleet database.")]
+
+
+def status_command(
+    workspace: WorkspaceOpt = Path("."),
+    as_json: JsonOpt = False,
+    check: CheckOpt = False,
+    fleet: FleetOpt = False,
+) -> None:
     """Show the running task (iteration, elapsed, cost, current tool), the waits (what each
-    waits for, since when), the claims and their leases, the queue per source, the last
-    failures and today's spend."""
+    waits for, since when), the claims and their leases, the queue per source, the files set
+    aside in rejected/, the last failures and today's spend."""
     from worker.operator_status import status
 
-    ui.emit(status(settings_for(workspace)), as_json, _render)
+    settings = settings_for(workspace)
+    if fleet:
+        from worker.fleet.view import fleet_status
+
+        if not settings.fleet.enabled:
+            raise UsageError("--fleet needs [fleet] database_url (or WORKER_FLEET__DATABASE_URL)")
+        ui.emit(fleet_status(settings), as_json, _render_fleet)
+        return
+    data = status(settings, check=check)
+    ui.emit(data, as_json, _render)
+    if check and not data["check"]["ok"]:
+        raise typer.Exit(1)
+
+
+def _render_fleet(data: dict[str, Any]) -> None:
+    rows = [
+        {
+            "machine": m["machine"],
+            "running": ", ".join(m["running"]) or "-",
+            "waiting": ", ".join(m["waiting"]) or "-",
+            "last run": _last(m.get("last_run")),
+        }
+        for m in data["machines"]
+    ]
+    if not rows:
+        ui.line(f"no machines in {data['database']} yet")
+        return
+    ui.table(rows, ["machine", "running", "waiting", "last run"], title=data["database"])
+
+
+def _last(run: dict[str, Any] | None) -> str:
+    if not run:
+        return "-"
+    parts = [f"#{run['id']}", run["outcome"] or "running", run["task_id"]]
+    return " ".join(part for part in parts if part) + f", {duration(run['age'])} ago"
 
 
 def _render(data: dict[str, Any]) -> None:
     _running(data)
+    _render_claims(data["claims"])
     _waiting(data)
-    claims = data["claims"]
-    ui.line(f"claims: {len(claims) or 'none'}")
-    if claims:
-        ui.table(
-            [{**c, "lease": _lease(c["lease_left_s"])} for c in claims],
-            ["task_id", "source", "machine", "run", "lease"],
-        )
     queue = data["queue"] or {}
     if "error" in queue:
         ui.warn(f"queue not read: {queue['error']}")
@@ -41,8 +83,17 @@ def _render(data: dict[str, Any]) -> None:
     ui.line(f"spent today: ${data['spent_today_usd']:.4f}" + (f" of ${cap:.2f}" if cap else ""))
     if data["unsent"]:
         ui.warn(f"{data['unsent']} notification(s) not sent yet; they are retried on each run")
-    if data["quarantined"]:
-        ui.warn(f"{data['quarantined']} unreadable wait-state file(s) set aside")
+    for item in data["rejected"][:_SHOWN]:
+        ui.warn(f"{item['kind']} set aside: {item['file']}: {item['reason']}")
+    if len(data["rejected"]) > _SHOWN:
+        ui.warn(f"... and {len(data['rejected']) - _SHOWN} more set aside (see --json)")
+    if "check" in data:
+        check = data["check"]
+        verdict = "ok" if check["ok"] else "PROBLEM"
+        ui.line(
+            f"database check: {verdict}: integrity {check['integrity']}, "
+            f"journal mode {check['journal_mode']}"
+        )
 
 
 def _running(data: dict[str, Any]) -> None:
@@ -106,8 +157,29 @@ def _failures(data: dict[str, Any]) -> None:
     )
 
 
-def _lease(seconds: float) -> str:
-    return f"{duration(seconds)} left" if seconds > 0 else f"expired {duration(-seconds)} ago"
+def _render_claims(claims: list[dict[str, Any]]) -> None:
+    if not claims:
+        ui.line("claimed: none")
+        return
+    ui.line(f"claimed: {len(claims)}")
+    rows = [
+        {
+            "task": c["task_id"],
+            "source": c["source"],
+            "run": c["run_id"] if c["run_id"] is not None else "-",
+            "lease": _lease(c),
+        }
+        for c in claims
+    ]
+    ui.table(rows, ["task", "source", "run", "lease"])
+
+
+def _lease(claim: dict[str, Any]) -> str:
+    if claim["lease_until"] is None:
+        return "no claim in this workspace's database (another workspace's?)"
+    if claim["expired"]:
+        return f"expired {duration(-claim['lease_left_s'])} ago; the next run gives it back"
+    return f"{duration(claim['lease_left_s'])} left"
 
 
 def register(app: typer.Typer) -> None:

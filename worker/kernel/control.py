@@ -136,6 +136,8 @@ def read_orders(
         return orders
     if settings.github.repos:
         from worker.kernel import github_hook  # noqa: F401  (registers itself)
+    if settings.fleet.enabled:
+        from worker.fleet import orders as _fleet_orders  # noqa: F401  (registers itself)
     for factory in HOOKS:
         try:
             orders += factory(settings).orders()

@@ -17,7 +17,7 @@ from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, Rep
 from worker.models import Outcome, Task, TaskResult
 from worker.platform.names import portable_name
 from worker.sources.base import TaskSource
-from worker.sources.message import Message
+from worker.sources.message import Message, outbox
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def _apply(
         item: StaleItem = action.ref
         if item.kind == "worktree":
             return staleness.clean_worktree(settings, item.ref)
-        return staleness.clean_claim(store, item.id)
+        return staleness.clean_claim(settings, store, item.id)
     if act in (Act.NOTE_REPLY, Act.CLARIFY):
         reply: ReplySignal = action.ref
         if act is Act.CLARIFY:
@@ -156,4 +156,4 @@ def ask_clarification(settings: Settings, reply: ReplySignal) -> None:
             "thread_id": reply.task_id,
         }
     )
-    atomic_write_text(settings.inbox / f"{portable_name(message.id)}.json", message.dump())
+    atomic_write_text(outbox(settings.inbox) / f"{portable_name(message.id)}.json", message.dump())

@@ -70,13 +70,16 @@ def explain(event: dict[str, Any], run: dict[str, Any] | None = None) -> list[st
     cands = event.get("candidates") or {}
     if cands:
         lines.append("Candidates seen: " + ", ".join(f"{k} {v}" for k, v in cands.items()) + ".")
-    if kernel.get("paused"):
+    if isinstance(kernel.get("paused"), int) or isinstance(kernel.get("queued"), int):
+        # An idle decision stores counts (worker.retention.decision_detail).
+        lines.append(f"Paused: {kernel.get('paused', 0)}; queued: {kernel.get('queued', 0)}.")
+    elif kernel.get("paused"):
         lines.append(
             "Paused: "
             + "; ".join(f"{e['task']} ({e['resume_brief']})" for e in kernel["paused"][:10])
             + "."
         )
-    if kernel.get("queued"):
+    if kernel.get("queued") and not isinstance(kernel["queued"], int):
         lines.append(
             "Queued after it: "
             + ", ".join(e["task"] for e in kernel["queued"][:10])

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from worker.config import Settings
 from worker.kernel.model import StaleItem
+from worker.sources import inbox
 from worker.store import Store
 from worker.workspace_git import branch_name, changed_files
 
@@ -50,13 +53,21 @@ def worktrees(settings: Settings) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def clean_claim(store: Store, task_id: str) -> str:
-    """Release a claim whose lease expired (still expired now: a fresh claim is left alone)."""
+def clean_claim(settings: Settings, store: Store, task_id: str) -> str:
+    """Return a claim whose lease expired (still expired now: a fresh claim is left alone)
+    through the same single step as the inbox's own recovery: an inbox message goes back to
+    the inbox in the step that releases its claim."""
     claim = store.claim_of(task_id)
-    if claim is None or claim["state"] != "active" or claim["lease_until"] > time.time():
+    give_back = _nothing
+    if claim is not None and claim["source"] == "inbox":
+        give_back = partial(inbox.give_back, settings.inbox)
+    if not store.recover_claim(task_id, give_back):
         return "claim is live again; left alone"
-    store.release_claim(task_id, "expired")
     return "claim released (lease expired)"
+
+
+def _nothing(claim: dict[str, Any]) -> None:
+    """Sources without files to move (GitHub, fallback, waits) only release the claim."""
 
 
 def clean_worktree(settings: Settings, path: Path) -> str:

@@ -4,6 +4,10 @@ A claim is a lease recorded in SQLite: a run that dies leaves its message in `cl
 once the lease has expired the next run moves it back and takes it again. Messages are
 `{id, from, to, subject, body, status, priority, created_at, thread_id, in_reply_to, mode}`;
 unknown keys are kept. A message that cannot be read is moved to `rejected/` with its reason.
+
+Ids identify messages, never file names: a finished message is kept in `done/` under its id,
+and a new message may reuse an old file name. `done/` is never listed: only an explicit
+`--task-id` runs a finished message again, on a fresh copy. Replies go to `outbox/`.
 """
 
 from __future__ import annotations
@@ -16,15 +20,17 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text, quarantine
+from worker.errors import ConfigError
+from worker.fsutil import atomic_write_text, json_files, quarantine
 from worker.models import Outcome, Task, TaskResult
 from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
-from worker.sources.message import Message, addressed_messages
+from worker.sources.message import Message, addressed_messages, outbox
 from worker.store import Store
 from worker.waits.state import file_name
 
@@ -50,6 +56,18 @@ class InboxSource:
     def list(self) -> Listing:
         listing = Listing(self.name)
         if not self.root.is_dir():
+            if self.settings.inbox_dir is not None:  # asked for by name, so say it is missing
+                problem = f"inbox folder {self.root} does not exist (inbox_dir, WORKER_INBOX)"
+                log.warning("inbox: %s", problem)
+                listing.errors.append(problem)
+            return listing
+        if not self.dry_run and not os.access(self.root, os.W_OK):
+            problem = (
+                f"inbox folder {self.root} is read-only: its messages cannot be claimed "
+                "(worker moves them into claimed/ and done/); give this user write access"
+            )
+            log.error("inbox: %s", problem)
+            listing.errors.append(problem)
             return listing
         # The kernel's module imports Message from here, hence the import at use.
         from worker.kernel.control import is_control_message
@@ -72,7 +90,7 @@ class InboxSource:
                 # A stop/cancel/pause order is for the scheduling kernel, not work to do.
                 listing.skipped.append(Skipped(message.id, "CONTROL_NOT_TASK"))
                 continue
-            repeated = self._repeats(message, path)
+            repeated = self._repeats(message)
             if repeated:
                 self._reject(path, repeated, listing)
                 continue
@@ -88,12 +106,13 @@ class InboxSource:
             return False
         return (self.settings.wait_states / file_name(thread)).exists()
 
-    def _repeats(self, message: Message, path: Path) -> str | None:
-        """Why this file repeats a message already taken, or None. A synced drive's conflicted
-        copy (`name (1).json`, as Google Drive makes) or a reused id would run a task twice."""
-        for name in (path.name, f"{message.id}.json"):
-            if (self.done / name).exists():
-                return f"duplicate: message {message.id!r} was already taken ({self.done / name})"
+    def _repeats(self, message: Message) -> str | None:
+        """Why this message repeats one already taken, or None. Only its id counts: a synced
+        drive's conflicted copy (`name (1).json`) or a message dropped twice would run a task
+        twice, while a new message may reuse an old file name."""
+        done = self.done / file_name(message.id)
+        if done.exists():
+            return f"duplicate: message {message.id!r} was already taken ({done})"
         claim = self.store.claim_of(message.id) if self.store is not None else None
         if claim is not None and claim["state"] in _FINISHED:
             return (
@@ -134,38 +153,55 @@ class InboxSource:
         )
 
     def find(self, task_id: str) -> Task | None:
+        """The message with this id: waiting in the inbox, claimed, or finished (`done/`, run
+        again on a fresh copy). The file named after the id is tried first, then every file."""
         for folder in (self.root, self.claimed, self.done):
-            path = folder / f"{task_id}.json"
-            if path.is_file():
-                message = self._read(path)
-                if message is not None:
-                    return self._task(message, path)
+            likely = [folder / f"{task_id}.json", folder / file_name(task_id)]
+            for path in [*dict.fromkeys(likely), *json_files(folder)]:
+                message = self._read(path) if path.is_file() else None
+                if message is not None and message.id == task_id:
+                    task = self._task(message, path)
+                    if folder == self.done:
+                        task.ref["origin"] = "done"
+                    return task
         return None
 
     # -- claims -----------------------------------------------------------------------------
     def recover_expired(self) -> builtins.list[str]:
-        """Move messages whose claim lease expired back into the inbox; return their ids."""
-        if self.store is None or not self.claimed.is_dir():
+        """Give back the messages whose claim lease expired; return their ids."""
+        if self.store is None:
             return []
         recovered = []
         for claim in self.store.expired_claims():
-            if claim["source"] != self.name:
+            if claim["source"] != self.name or not self._holds(claim):
                 continue
-            name = json.loads(claim["detail"]).get("file", f"{claim['task_id']}.json")
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(self.claimed / name, self.root / name)
-            self.store.release_claim(claim["task_id"], "expired")
-            recovered.append(claim["task_id"])
-            log.warning("inbox: lease of %s expired; it is available again", claim["task_id"])
+            if self.store.recover_claim(
+                claim["task_id"], lambda row: give_back(self.root, row)
+            ):
+                recovered.append(claim["task_id"])
+                log.warning("inbox: lease of %s expired; it is available again", claim["task_id"])
         return recovered
+
+    def _holds(self, claim: dict[str, Any]) -> bool:
+        """Whether this inbox holds the claimed message. A fleet's claims are shared and its
+        inboxes may not be: only a run that has the file in its `claimed/` brings it back, or
+        another machine's expired claim would be released with its file stranded there."""
+        if self.store is None or self.store.claims is None:
+            return True  # one machine: a claim whose file is gone is released all the same
+        detail = json.loads(claim["detail"] or "{}")
+        name = Path(str(detail.get("file") or f"{claim['task_id']}.json")).name
+        return (self.claimed / name).exists()
 
     def claim(self, task: Task, run_id: int) -> bool:
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
-        source = self.root / name
-        if not source.exists() and (self.done / name).exists():
-            os.replace(self.done / name, source)  # `--task-id` reruns a finished message
-        self.claimed.mkdir(parents=True, exist_ok=True)
+        try:
+            self.claimed.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"inbox folder {self.root}: cannot create {self.claimed.name}/ to claim "
+                f"messages ({exc.strerror or exc}); give this user write access"
+            ) from exc
         if not self.store.claim(
             task.id,
             self.name,
@@ -174,38 +210,69 @@ class InboxSource:
             self.settings.lease_seconds,
             file=name,
             run_id=run_id,
+            origin=task.ref.get("origin", "inbox"),
         ):
             return False
         try:
-            # The rename is the atomic step: of two runs, exactly one moves the file.
-            os.rename(source, self.claimed / name)
+            if task.ref.get("origin") == "done":
+                taken = self._fresh_copy(name)  # `--task-id` of a finished message
+            else:
+                # The rename is the atomic step: of two runs, exactly one moves the file.
+                os.rename(self.root / name, self.claimed / name)
+                taken = self._read(self.claimed / name)
         except FileNotFoundError:
             self.store.release_claim(task.id, "lost")
             return False
-        except OSError:
-            # Not taken after all (claimed/ not writable...): no lease holds it back.
+        except OSError as exc:
+            # Not taken after all: no lease holds it back.
             self.store.release_claim(task.id, "released")
-            raise
+            raise ConfigError(
+                f"inbox folder {self.root}: cannot move {name} into {self.claimed.name}/ "
+                f"({exc.strerror or exc}); give this user write access"
+            ) from exc
+        if taken is None or taken.id != task.id:
+            # A listing older than the folder: the file now holds another message. Put back
+            # what we just moved, untouched.
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(self.claimed / name, self.root / name)
+            self.store.release_claim(task.id, "lost")
+            return False
         return True
+
+    def _fresh_copy(self, name: str) -> Message | None:
+        """A finished message copied into `claimed/` as unread; `done/` keeps its own."""
+        message = self._read(self.done / name)
+        if message is None:
+            raise FileNotFoundError(self.done / name)
+        message.status = "unread"
+        atomic_write_text(self.claimed / name, message.dump())
+        return message
 
     def renew(self, task: Task) -> None:
         if self.store is not None:
             self.store.renew_claim(task.id, self.settings.lease_seconds)
 
     def release(self, task: Task, result: TaskResult) -> None:
+        """Move the message out of `claimed/`, then end the claim: a crash in between leaves
+        an expired claim whose file is already where it belongs."""
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
-        claimed = self.claimed / name
-        if result.outcome is Outcome.STOPPED:
-            target, state = self.root / name, "released"
+        if result.outcome is not Outcome.STOPPED:
+            target, state = self.done / file_name(task.id), result.outcome.value
+        elif task.ref.get("origin") == "done":
+            target, state = None, "released"  # a stopped rerun: done/ keeps the original
         else:
-            target, state = self.done / name, result.outcome.value
-            self._set_status(claimed, "read")
-        target.parent.mkdir(parents=True, exist_ok=True)
+            target, state = self.root / name, "released"
         try:
-            os.replace(claimed, target)
+            if target is None:
+                os.unlink(self.claimed / name)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.claimed / name, target)
         except FileNotFoundError:
             log.warning("inbox: claimed message %s vanished before release", name)
+        if target is not None and state != "released":
+            self._set_status(target, "read")  # in done/, never listed: a crash here is harmless
         self.store.release_claim(task.id, state)
 
     def _set_status(self, path: Path, status: str) -> None:
@@ -216,7 +283,7 @@ class InboxSource:
 
     # -- reporting --------------------------------------------------------------------------
     def report(self, task: Task, result: TaskResult) -> None:
-        """Reply to the sender in the inbox folder; the reply id is stable, so a retry
+        """Reply to the sender in `<inbox>/outbox/`; the reply id is stable, so a retry
         overwrites the same file instead of sending twice."""
         if not task.sender:
             return
@@ -234,7 +301,20 @@ class InboxSource:
                 "in_reply_to": task.id,
             }
         )
-        atomic_write_text(self.root / f"{portable_name(reply.id)}.json", reply.dump())
+        atomic_write_text(outbox(self.root) / f"{portable_name(reply.id)}.json", reply.dump())
+
+
+def give_back(root: Path, claim: dict[str, Any]) -> None:
+    """Move an expired claim's message from `claimed/` back into the inbox (the recovery step
+    of `Store.recover_claim`); a file already gone (done, or back) is left as it is. The fresh
+    copy of a `--task-id` rerun is dropped: the finished message stays in `done/`."""
+    detail = json.loads(claim["detail"] or "{}")
+    name = Path(str(detail.get("file") or f"{claim['task_id']}.json")).name
+    with contextlib.suppress(FileNotFoundError):
+        if detail.get("origin") == "done":
+            os.unlink(root / "claimed" / name)
+        else:
+            os.replace(root / "claimed" / name, root / name)
 
 
 def reply_body(result: TaskResult) -> str:

@@ -9,6 +9,7 @@ unchanged (its mtime: atomic writes and renames change it) for at most a few sec
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,7 +95,10 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
     if cached is not None and cached[0] == mtime and now - cached[1] < _CACHE_MAX_AGE_S:
         return cached[2]
     needles = (b'"all"', json.dumps(machine_id).encode())
-    entries = []
+    entries = [
+        InboxEntry(path, None, "not a message: a message is a JSON file named *.json")
+        for path in _other_files(folder)
+    ]
     for path in json_files(folder):
         try:
             raw = path.read_bytes()
@@ -102,6 +106,9 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
             continue  # taken by another run meanwhile
         except OSError as exc:
             entries.append(InboxEntry(path, None, f"unreadable: {exc}"))
+            continue
+        if raw.lstrip()[:1] != b"{":
+            entries.append(InboxEntry(path, None, "not JSON: a message is one JSON object"))
             continue
         if not any(needle in raw for needle in needles):
             continue  # a message for another machine is never parsed
@@ -112,6 +119,32 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
             entries.append(InboxEntry(path, None, f"invalid message: {problems}"))
     _cache[key] = (mtime, now, entries)
     return entries
+
+
+# Files a sync client or an editor is still writing: theirs, not ours to move.
+_IN_PROGRESS = (".tmp", ".part", ".partial", ".crdownload", ".download", "~", ".swp")
+
+
+def _other_files(folder: Path) -> list[Path]:
+    """Files of the inbox folder that cannot be messages (not `*.json`), sorted."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                Path(e.path)
+                for e in entries
+                if not e.name.endswith(".json")
+                and not e.name.startswith((".", "~"))
+                and not e.name.lower().endswith(_IN_PROGRESS)
+                and e.is_file()
+            )
+    except OSError:
+        return []
+
+
+def outbox(inbox: Path) -> Path:
+    """Where worker's own messages to senders go: never the listed folder, so a reply is not
+    parsed again on every run."""
+    return inbox / "outbox"
 
 
 def write_message(folder: Path, data: dict[str, Any]) -> Path:

@@ -63,7 +63,7 @@ def scan(
         result.expired = expire(settings, store, expired, now)
     gone = {p for p, _ in expired}
     live = [(p, s) for p, s in loaded if p not in gone]
-    waits, known = _waitings(settings, live, rows, now, ledger)
+    waits, known = _waitings(settings, live, rows, now)
     lookups = Lookups(settings, dry_run=dry_run)
     ctx = CheckContext(settings, now, lookups)
     if github is None and ledger is not None and _needs_github(waits):
@@ -131,24 +131,13 @@ def _waitings(
     live: list[tuple[Path, WaitState]],
     rows: dict[str, CheckRow],
     now: datetime,
-    ledger: Ledger | None,
 ) -> tuple[list[Waiting], dict[str, Verdict]]:
-    names = {condition.name for condition in registry()}
     interval = settings.waits.recheck_interval_s
     waits, known = [], {}
     for path, state in live:
-        kind = state.condition
-        if kind not in names:
-            kind = "user_approval"  # as the loop does for a condition it does not know
-            if ledger is not None:
-                ledger.log(
-                    state.task_id,
-                    WaitCode.WAIT_CONDITION_DEFAULTED,
-                    f"{state.resume_when!r} -> user_approval",
-                    once=True,
-                )
+        # Its condition is a known one: worker.waits.validate checked it when it was read.
         row = rows.get(path.name)
-        wait = Waiting(path, state, kind)
+        wait = Waiting(path, state, state.condition)
         if row is not None:
             wait.seen, wait.checked_at = row.seen, row.checked_at
             wait.due = now.timestamp() - row.checked_at >= interval

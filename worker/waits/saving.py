@@ -4,16 +4,20 @@ sender, session, modes, cost) and resumes the same way."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.models import StatusBlock, Task
-from worker.waits.state import CONDITIONS, WaitContext, WaitState, save_wait_state
+from worker.waits.state import WaitContext, WaitState, save_wait_state
+from worker.waits.validate import parse_resume_when
 
 if TYPE_CHECKING:
     from worker.config import Settings
+
+log = logging.getLogger(__name__)
 
 # Without a known reset time, back off 15, 30, 60 minutes (Claude Code's usage limits reset
 # within 5 hours).
@@ -35,7 +39,10 @@ class WaitPoint:
 
 
 def base_state(
-    settings: Settings, point: WaitPoint, resume_when: str = "user_approval"
+    settings: Settings,
+    point: WaitPoint,
+    resume_when: str = "user_approval",
+    resume_at: datetime | None = None,
 ) -> WaitState:
     task = point.task
     return WaitState.model_validate(
@@ -43,6 +50,7 @@ def base_state(
             "taskId": task.id,
             "timestamp": datetime.now(UTC),
             "resumeWhen": resume_when,
+            "resumeAt": resume_at,
             "context": WaitContext(
                 mode=point.mode,
                 model=point.model,
@@ -67,21 +75,27 @@ def base_state(
 def save_agent_wait(
     settings: Settings, point: WaitPoint, status: StatusBlock
 ) -> tuple[Path, list[str]]:
-    """The agent asked to wait: its WAIT_FOR and RESUME_WHEN; an unknown condition becomes
-    `user_approval` (reason code WAIT_CONDITION_DEFAULTED) so that a human can release it."""
+    """The agent asked to wait: its WAIT_FOR and RESUME_WHEN. A RESUME_WHEN that does not pass
+    worker.waits.validate (an unknown condition, a `time:` that is no ISO date, a date out of
+    range) is not kept: the wait becomes `user_approval`, its reason says what was wrong, and
+    the reason code WAIT_CONDITION_DEFAULTED marks it, so that a human can release it."""
     codes: list[str] = []
     state = base_state(settings, point)
     state.reason = status.reason
     state.wait_for = status.wait_for or ""
     when = (status.resume_when or "").strip()
-    kind = when.split(":", 1)[0].strip().lower()
-    if kind not in CONDITIONS:
+    try:
+        kind, moment = parse_resume_when(when)
+    except ValueError as exc:
+        log.warning("%s: RESUME_WHEN rejected: %s", point.task.id, exc)
         codes.append("WAIT_CONDITION_DEFAULTED")
-        when = "user_approval"
-    elif kind == "time":
-        at = _parse_time(when.split(":", 1)[1] if ":" in when else "")
-        state.resume_at = at or datetime.now(UTC) + timedelta(hours=1)
+        state.reason = f"{state.reason} (RESUME_WHEN rejected: {exc})".strip()[:1000]
+        kind, moment = "user_approval", None
+    if kind == "time":
+        state.resume_at = moment or datetime.now(UTC) + timedelta(hours=1)
         when = "time"
+    elif codes:
+        when = kind
     state.resume_when = when
     return save_wait_state(settings.wait_states, state, settings.waits.expiry_days), codes
 
@@ -90,15 +104,14 @@ def save_usage_wait(
     settings: Settings, point: WaitPoint, resets_at: float | None, hits: int
 ) -> Path:
     """A usage limit: a timed wait until the reset plus a margin, or a growing backoff."""
-    state = base_state(settings, point, "time")
     if resets_at:
         at = datetime.fromtimestamp(resets_at + settings.waits.usage_limit_margin_s, UTC)
     else:
         backoff = USAGE_LIMIT_BACKOFF_S[min(hits, len(USAGE_LIMIT_BACKOFF_S) - 1)]
         at = datetime.now(UTC) + timedelta(seconds=backoff)
+    state = base_state(settings, point, "time", at)
     state.reason = "agent usage limit reached"
     state.wait_for = f"usage limit reset at {at.isoformat()}"
-    state.resume_at = at
     extra = state.model_extra if state.model_extra is not None else {}
     extra["usageLimitHits"] = hits + 1
     return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
@@ -111,11 +124,3 @@ def save_pause(settings: Settings, point: WaitPoint, detail: str) -> Path:
     state.wait_for = "a resume order"
     state.resume_brief = f"paused in {point.mode}: {point.task.title}"[:300]
     return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        at = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)

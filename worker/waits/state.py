@@ -14,15 +14,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from worker.errors import MalformedInput, describe_validation
 from worker.fsutil import atomic_write_text, json_files
 from worker.models import Task
 from worker.platform.names import portable_name
+from worker.waits import validate
+from worker.waits.validate import CONDITIONS
+
+__all__ = ["CONDITIONS", "WaitContext", "WaitState", "load_wait_state", "save_wait_state"]
 
 SCHEMA_VERSION = 1
-CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
 
 
 class WaitContext(BaseModel):
@@ -58,6 +61,23 @@ class WaitState(BaseModel):
     resume_at: datetime | None = Field(None, alias="resumeAt")  # for `time` waits
     modes_used: list[str] = Field(default_factory=list, alias="modesUsed")
     cost_usd: float = Field(0.0, alias="costUsd")
+
+    # The checks of worker.waits.validate, on every read and every write.
+    @field_validator("timestamp", "last_active_at", "expires_at", "resume_at")
+    @classmethod
+    def _in_range(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else validate.check_moment(value)
+
+    @field_validator("resume_when")
+    @classmethod
+    def _known_condition(cls, value: str) -> str:
+        validate.parse_resume_when(value)
+        return value
+
+    @model_validator(mode="after")
+    def _time_has_moment(self) -> WaitState:
+        validate.check_time_has_moment(self.resume_when, self.resume_at)
+        return self
 
     @property
     def since(self) -> datetime:
@@ -99,10 +119,12 @@ def task_of(state: WaitState, inbox: Path | None = None) -> Task:
 
 
 def _inbox_sender(inbox: Path, state: WaitState) -> str | None:
-    name = str(state.source_ref.get("file") or f"{state.task_id}.json")
-    for folder in (inbox / "done", inbox / "claimed", inbox):
+    name = Path(str(state.source_ref.get("file") or f"{state.task_id}.json")).name
+    # done/ is kept by id; elsewhere the file has the name it came with.
+    candidates = [inbox / "done" / file_name(state.task_id), inbox / "claimed" / name, inbox / name]
+    for path in candidates:
         try:
-            data = json.loads((folder / Path(name).name).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         sender = data.get("from") if isinstance(data, dict) else None

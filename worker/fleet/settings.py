@@ -1,0 +1,49 @@
+"""Settings of the fleet database (section `[fleet]`) and the one way a URL is shown."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# `scheme://user:password@host` -> `scheme://user:***@host`; also `password=...` in a DSN.
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*(?=@)", re.I)
+_DSN_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|\S+)")
+
+
+def redact_url(text: str) -> str:
+    """Hide the password of every database URL (or `password=` DSN part) in a text."""
+    text = _URL_PASSWORD.sub(lambda m: m["head"] + "***", text)
+    return _DSN_PASSWORD.sub(lambda m: m.group(1) + "***", text)
+
+
+class FleetSettings(BaseModel):
+    """Many machines, one PostgreSQL: claims, leases, history, reports and orders."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # postgresql://user[:password]@host[:port]/db; None = one machine, SQLite only. Prefer
+    # WORKER_FLEET__DATABASE_URL or ~/.pgpass to a password written in worker.toml.
+    database_url: str | None = None
+    connect_timeout_s: int = Field(5, ge=1, le=120)
+    heartbeat_s: float = Field(15.0, gt=0)  # renew leases and publish the status this often
+    # No database, an inbox folder synced between machines: claim markers and a settle window
+    # (worker.fleet.markers). Ignored when database_url is set.
+    synced_inbox: bool = False
+    settle_s: float = Field(30.0, ge=0)  # longer than the sync's usual delay
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not re.match(r"^postgres(ql)?://", value):
+            raise ValueError(f"{redact_url(value)!r} is not a postgresql:// URL")
+        return value.strip()
+
+    @property
+    def enabled(self) -> bool:
+        return self.database_url is not None
+
+    def shown_url(self) -> str:
+        return redact_url(self.database_url or "")
