@@ -12,6 +12,10 @@ from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.humanize import duration
 
+# A shorter wait starts the next cycle within the minute: its time would say nothing, and a
+# line per cycle would flood the journal.
+_SAY_NEXT_FROM_S = 60.0
+
 if TYPE_CHECKING:
     from worker.config import Settings
     from worker.daemon.serve import Cycle
@@ -78,8 +82,9 @@ def _print_cycle(
     wait_s = (
         settings.daemon.busy_retry_s if cycle.outcome == "locked" else settings.daemon.interval_s
     )
-    upcoming = datetime.now().astimezone() + timedelta(seconds=wait_s)
-    progress.note(f"next cycle at {upcoming:%H:%M} (sooner when a message arrives)")
+    if wait_s >= _SAY_NEXT_FROM_S:
+        upcoming = datetime.now().astimezone() + timedelta(seconds=wait_s)
+        progress.note(f"next cycle at {upcoming:%H:%M} (sooner when a message arrives)")
 
 
 def register(app: typer.Typer) -> None:
