@@ -20,6 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from worker.config import load_settings  # noqa: E402
+from worker.store import Store  # noqa: E402
+from worker.waits.record import save_wait  # noqa: E402
+from worker.waits.state import WaitState  # noqa: E402
+
 FAKE = REPO / "tests" / "fakes" / "fake_claude.py"
 
 
@@ -51,6 +58,10 @@ def main() -> None:
     out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        # worker's state folders in the temporary folder, not in the user's state home; the
+        # messages in each workspace's `inbox/` (allowed explicitly: the default is outside).
+        env["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"] = str(root / "state")
+        env["WORKER_ALLOW_INBOX_IN_WORKSPACE"] = "true"
         empty = root / "empty"
         empty.mkdir()
         python = timed([sys.executable, "-c", "pass"], env, repeat)
@@ -84,26 +95,28 @@ def main() -> None:
                 )
             )
         now = datetime.now(UTC).isoformat()
-        for n in range(1000):
-            (busy / "wait_states" / f"w{n}.json").write_text(
-                json.dumps(
-                    {
-                        "taskId": f"w{n}",
-                        "timestamp": now,
-                        "reason": "r",
-                        "waitFor": "approval",
-                        "resumeWhen": "user_approval",
-                        "context": {
-                            "mode": "code-simple",
-                            "model": "haiku",
-                            "iteration": 1,
-                            "outputSnippet": "...",
-                        },
-                    }
-                )
-            )
+        busy_env = {**env, "WORKER_INBOX": str(busy / "inbox")}
+        busy_settings = load_settings(busy, env=busy_env)
+        with Store(busy_settings.db_path) as store:  # waits as worker records them
+            for n in range(1000):
+                state = {
+                    "taskId": f"w{n}",
+                    "timestamp": now,
+                    "reason": "r",
+                    "waitFor": "approval",
+                    "resumeWhen": "user_approval",
+                    "context": {
+                        "mode": "code-simple",
+                        "model": "haiku",
+                        "iteration": 1,
+                        "outputSnippet": "...",
+                    },
+                }
+                save_wait(busy_settings, WaitState.model_validate(state), store, name=f"w{n}.json")
         (busy / "worker.toml").write_text("[fallback]\nenabled = false\n")
-        idle = timed(worker("run", "--json", "--workspace", str(busy)), env, max(3, repeat // 2))
+        idle = timed(
+            worker("run", "--json", "--workspace", str(busy)), busy_env, max(3, repeat // 2)
+        )
         out["idle_run"] = {
             "messages": 10_000,
             "wait_states": 1000,
@@ -134,6 +147,7 @@ def main() -> None:
             calls.unlink(missing_ok=True)  # the fake picks its answer by counting its calls
             agent_env = {
                 **env,
+                "WORKER_INBOX": str(task_ws / "inbox"),
                 "FAKE_CLAUDE_SCRIPT": str(script),
                 "WORKER_CLAUDE_BIN": str(fake),
                 "FAKE_CLAUDE_LOG": str(calls),

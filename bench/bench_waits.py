@@ -29,7 +29,8 @@ from tests.fakes.github_server import FakeGitHub  # noqa: E402
 from worker.config import load_settings  # noqa: E402
 from worker.store import Store  # noqa: E402
 from worker.waits import phase0  # noqa: E402
-from worker.waits.state import WaitState, load_wait_state, save_wait_state, wait_state_files  # noqa: E402
+from worker.waits.record import save_wait  # noqa: E402
+from worker.waits.state import WaitState, load_wait_state, wait_state_files  # noqa: E402
 
 KINDS = (
     ["user_approval"] * 4
@@ -41,6 +42,7 @@ KINDS = (
 
 def seed(ws: Path, fake: FakeGitHub, waits: int, repos: int) -> None:
     settings = load_settings(ws)
+    store = Store(settings.db_path)
     now = datetime.now(UTC)
     for r in range(repos):
         fake.add_repo(f"acme/r{r}", collaborators={"alice": "write"})
@@ -62,7 +64,8 @@ def seed(ws: Path, fake: FakeGitHub, waits: int, repos: int) -> None:
         }
         if kind == "time":
             data["resumeAt"] = now + timedelta(hours=2)
-        save_wait_state(settings.wait_states, WaitState.model_validate(data), 7)
+        save_wait(settings, WaitState.model_validate(data), store)  # recorded, as worker does
+    store.close()
     for i in range(50):  # unrelated inbox traffic the reply condition must skip
         (ws / "inbox" / f"other-{i}.json").write_text(
             json.dumps({"id": f"other-{i}", "from": "x", "to": "elsewhere", "body": "not for us"})
@@ -86,10 +89,13 @@ def main() -> None:
     args = parser.parse_args()
     fake = FakeGitHub().start()
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp)
-        (ws / "inbox").mkdir()
+        ws = Path(tmp) / "ws"
+        (ws / "inbox").mkdir(parents=True)
         os.environ.update(
             {
+                "XDG_STATE_HOME": str(Path(tmp) / "state"),
+                "WORKER_INBOX": str(ws / "inbox"),
+                "WORKER_ALLOW_INBOX_IN_WORKSPACE": "true",
                 "WORKER_MACHINE_ID": "bench",
                 "WORKER_GITHUB_TOKEN": "test-token-abc",
                 "WORKER_GITHUB__BASE_URL": fake.url,

@@ -50,7 +50,13 @@ def make_workspace(
         "default": True,
     }
     (ws / "modes" / "modes.json").write_text(json.dumps({"modes": [mode]}))
-    inbox_line = f'inbox_dir = "{inbox}"\n' if inbox is not None else ""
+    # Without a shared inbox, the messages go to `ws/inbox` (allowed explicitly: the default
+    # inbox lies outside the working tree).
+    inbox_line = (
+        f'inbox_dir = "{inbox}"\n'
+        if inbox is not None
+        else 'inbox_dir = "inbox"\nallow_inbox_in_workspace = true\n'
+    )
     (ws / "worker.toml").write_text(
         f'machine_id = "{name}"\nlease_seconds = 1\n{inbox_line}'
         "[fallback]\nenabled = false\n[review]\nenabled = false\n"

@@ -40,6 +40,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("WORKER_MACHINE_ID", "test-machine")
+    # worker's state folder (database, intercom, logs, locks) lives in the user's state home:
+    # in a test that is a folder of the test's own, never the developer's home; beside
+    # tmp_path, not in it, since many tests use tmp_path itself as the workspace.
+    state_home = tmp_path.parent / f"{tmp_path.name}-state-home"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
+    monkeypatch.setenv("LOCALAPPDATA", str(state_home))
 
 
 def needs_posix(reason: str) -> pytest.MarkDecorator:
@@ -114,10 +120,32 @@ def fake_github(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace whose inbox is `ws/inbox`, where the suite's tests write their messages.
+    An inbox inside the working tree must be allowed explicitly; the default (outside it) and
+    the refusal are proved in tests/test_agent_boundaries.py."""
     ws = tmp_path / "ws"
     (ws / "inbox").mkdir(parents=True)
+    monkeypatch.setenv("WORKER_INBOX", str(ws / "inbox"))
+    monkeypatch.setenv("WORKER_ALLOW_INBOX_IN_WORKSPACE", "true")
     return ws
+
+
+def rewrite_wait(ws: Path, path: Path, data: dict[str, Any]) -> None:
+    """Change a wait as worker itself would (its record and its file), e.g. to move its resume
+    time: an edit of the file alone is ignored (tests/test_agent_boundaries.py)."""
+    from worker.config import load_settings
+    from worker.waits.record import save_wait
+    from worker.waits.state import WaitState
+
+    save_wait(load_settings(ws), WaitState.model_validate(data), name=path.name)
+
+
+def state_of(ws: Path) -> Path:
+    """The workspace's state folder (under the test's XDG_STATE_HOME by default)."""
+    from worker.config import load_settings
+
+    return load_settings(ws).state
 
 
 def write_message(ws: Path, msg_id: str, **fields: Any) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import state_of
 from worker.agents.codex import CodexAdapter, CodexCollector
 from worker.agents.gemini import INSTRUCTION, GeminiAdapter, GeminiCollector
 from worker.agents.registry import adapter_for, permission_args
@@ -227,11 +228,12 @@ def test_gemini_command_line_and_approval_mode(tmp_path: Path) -> None:
     settings = load_settings(tmp_path)
     adapter = adapter_for(settings, mode)
     assert isinstance(adapter, GeminiAdapter)
-    # The session id a loop may still hold is ignored: a new session each time.
+    # The session id a loop may still hold is ignored: a new session each time; the workspace
+    # is trusted for the run.
     argv = adapter.command(agent_request(tmp_path, resume_session="s-1", extra_args=args))
     assert argv == [
         "gemini", "-p", INSTRUCTION, "--output-format", "stream-json", "--model", "m",
-        "--approval-mode", "yolo", "--include-directories", "docs",
+        "--skip-trust", "--approval-mode", "yolo", "--include-directories", "docs",
     ]  # fmt: skip
 
 
@@ -379,7 +381,7 @@ def fake(tmp_path: Path, agent: str) -> FakeCli:
 
 
 def iterations(ws: Path) -> list[tuple[str, str | None, int]]:
-    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(ws) / "worker.db")
     try:
         return db.execute(
             "SELECT status, reason_code, input_tokens FROM iterations ORDER BY id"
@@ -398,9 +400,10 @@ def test_success_on_the_first_iteration(agent: str, fake: FakeCli, workspace: Pa
     call = fake.calls[0]
     assert "Please do the thing." in call["stdin"] and "=== AGENT STATUS ===" in call["stdin"]
     if agent == "codex":
-        # The workspace is not a git repository.
+        # The workspace is not a git repository; a codex mode edits in its sandbox.
         assert call["argv"] == ["exec", "--json", "--model", "codex-model",
-                                "--skip-git-repo-check", "-"]  # fmt: skip
+                                "--skip-git-repo-check", "--sandbox", "workspace-write",
+                                "--config", 'approval_policy="never"', "-"]  # fmt: skip
     else:
         assert call["argv"][:2] == ["-p", INSTRUCTION]
         assert call["argv"][-2:] == ["--approval-mode", "yolo"]
@@ -438,7 +441,7 @@ def test_an_error_event_is_an_agent_error_iteration(
     ]
     assert "AGENT_ERROR" in report.reason_codes
     # The iteration's reason is the CLI's own error message, not a generic subtype.
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     (reason,) = db.execute("SELECT reason FROM iterations ORDER BY id LIMIT 1").fetchone()
     db.close()
     assert reason == "agent_error: shared rollout token budget exhausted"

@@ -18,12 +18,17 @@ from worker.sources.base import Listing
 from worker.store import Store
 
 
-def test_defaults_follow_the_workspace(tmp_path: Path) -> None:
+def test_defaults_follow_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wait states beside the work; the state folder (and the inbox in it) in the user's
+    state home, one folder per workspace."""
+    xdg = tmp_path.parent / f"{tmp_path.name}-xdg"
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg))
     settings = load_settings(tmp_path, env={})
     assert settings.machine_id == socket.gethostname()
-    assert settings.inbox == tmp_path.resolve() / "inbox"
     assert settings.wait_states == tmp_path.resolve() / "wait_states"
-    assert settings.state == tmp_path.resolve() / ".worker"
+    assert settings.state.parent == xdg / "worker"
+    assert settings.state.name.startswith(tmp_path.name + "-")
+    assert settings.inbox == settings.state / "inbox"
     assert settings.claude_bin == "claude"
 
 

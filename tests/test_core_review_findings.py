@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import state_of
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.runner import RunOptions, run_once
@@ -164,7 +165,7 @@ def test_a_crash_before_the_task_starts_is_recorded_not_left_running(
     write_message(workspace, "msg-early")
     with pytest.raises(ConfigError, match=r"cannot move msg-early\.json into claimed/"):
         run(workspace)
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     outcome, reason = db.execute("SELECT outcome, reason FROM runs").fetchone()
     assert outcome == "error" and "read-only" in reason
     # The message was not moved: the next run can take it.
@@ -201,7 +202,7 @@ def test_a_wait_restored_in_a_mode_that_no_longer_exists_resumes_in_a_known_mode
 def test_claims_record_the_run_that_holds_them(workspace: Path, fake_claude: FakeAgent) -> None:
     write_message(workspace, "msg-run")
     report = run(workspace)
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     (run_id,) = db.execute("SELECT run_id FROM claims WHERE task_id = 'msg-run'").fetchone()
     assert run_id == report.run_id
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import state_of
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.platform.process import alive  # a zombie (killed, not yet reaped) is dead
@@ -27,7 +28,7 @@ def run(ws: Path, **options: object):
 
 
 def statuses(ws: Path) -> list[tuple[str, str, int, str]]:
-    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(ws) / "worker.db")
     return db.execute(
         "SELECT mode, model, iteration, status FROM iterations ORDER BY id"
     ).fetchall()
@@ -201,7 +202,7 @@ def test_cost_cap_stops_the_task(
 def test_idle_run_records_a_decision(workspace: Path, fake_claude: FakeAgent) -> None:
     report = run(workspace)
     assert report.outcome.value == "idle" and report.reason_codes[0] == "NOTHING_TO_DO"
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     (codes, candidates) = db.execute("SELECT reason_codes, candidates FROM decisions").fetchone()
     assert json.loads(codes)[0] == "NOTHING_TO_DO"
     assert json.loads(candidates)["inbox"] == 0
@@ -330,7 +331,7 @@ def test_command_agent_with_prompt_in_a_file(workspace: Path, tmp_path: Path) ->
     write_message(workspace, "msg-cmd")
     report = run(workspace)
     assert report.outcome.value == "success" and report.reason == "via file"
-    log = next((workspace / ".worker" / "logs").rglob("iteration-1.jsonl")).read_text()
+    log = next((state_of(workspace) / "logs").rglob("iteration-1.jsonl")).read_text()
     assert "model=local-model" in log
 
 
@@ -397,7 +398,7 @@ def test_a_run_that_crashes_says_so_in_its_record(
     write_message(workspace, "msg-crash")
     with pytest.raises(RuntimeError):
         run(workspace)
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     outcome, reason = db.execute("SELECT outcome, reason FROM runs").fetchone()
     assert outcome == "error" and reason == "RuntimeError: disk on fire"
     # The claim holds (its lease brings the task back), the message is not lost.
@@ -407,9 +408,11 @@ def test_a_run_that_crashes_says_so_in_its_record(
 def test_the_agent_cannot_change_how_the_next_run_behaves(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:
-    """Without a worktree the agent works beside worker.toml, the modes and the state folder:
-    what it changes there is restored (its version kept in the run's logs)."""
+    """Without a worktree the agent works beside worker.toml and the modes: what it changes
+    there is restored (its version kept in the run's logs); an agent that reaches the state
+    folder anyway (it runs as the user) and deletes the database gets it written back."""
     (workspace / "worker.toml").write_text("task_cost_cap_usd = 2.0\n")
+    db_file = state_of(workspace) / "worker.db"
     wrapper = fake_claude.path.read_text()
     fake_claude.path.write_text(
         wrapper.replace(
@@ -417,7 +420,7 @@ def test_the_agent_cannot_change_how_the_next_run_behaves(
             (
                 "echo 'task_cost_cap_usd = 500.0' > worker.toml\n"
                 "mkdir -p modes && echo '{\"modes\": []}' > modes/modes.json\n"
-                "rm -f .worker/worker.db\n"
+                f"rm -f '{db_file}'\n"
                 "exec "
             ),
         )
@@ -429,10 +432,10 @@ def test_the_agent_cannot_change_how_the_next_run_behaves(
     assert "WORKER_STATE_RESTORED" in report.reason_codes
     assert (workspace / "worker.toml").read_text() == "task_cost_cap_usd = 2.0\n"
     assert not (workspace / "modes" / "modes.json").exists()
-    logs = workspace / ".worker" / "logs" / f"run-{report.run_id}"
+    logs = state_of(workspace) / "logs" / f"run-{report.run_id}"
     assert "500.0" in (logs / "agent-worker.toml").read_text()
     # The run's own record survived the deletion of the database file.
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     assert db.execute("SELECT outcome FROM runs WHERE id = ?", (report.run_id,)).fetchone() == (
         "success",
     )

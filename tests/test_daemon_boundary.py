@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.conftest import needs_posix, write_message
+from tests.conftest import needs_posix, state_of, write_message
 from tests.test_daemon_support import Repo, child_script, settings_for
 
 _AUDITED = """
@@ -62,8 +62,8 @@ def test_supervisor_never_opens_the_inbox_or_prompts(workspace: Path, tmp_path: 
     write_message(workspace, "msg-1", body=_SECRET)
     (workspace / "wait_states").mkdir()
     (workspace / "wait_states" / "w1.json").write_text(f'{{"note": "{_SECRET}"}}')
-    (workspace / ".worker" / "prompts").mkdir(parents=True)
-    (workspace / ".worker" / "prompts" / "p1.md").write_text(_SECRET)
+    (state_of(workspace) / "prompts").mkdir(parents=True)
+    (state_of(workspace) / "prompts" / "p1.md").write_text(_SECRET)
     script, log = tmp_path / "audited.py", tmp_path / "audit.log"
     script.write_text(textwrap.dedent(_AUDITED), encoding="utf-8")
 
@@ -90,7 +90,7 @@ def test_supervisor_never_opens_the_inbox_or_prompts(workspace: Path, tmp_path: 
         workspace / "wait_states",
         workspace / "modes",
         settings.reports,
-        workspace / ".worker" / "prompts",
+        state_of(workspace) / "prompts",
     ]
     package = Path(__file__).resolve().parents[1] / "worker"
     for path in touched:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import needs_posix
+from tests.conftest import needs_posix, state_of
 from tests.test_daemon_support import Repo, child_script, settings_for, until
 from worker.cli.app import app
 from worker.daemon.settings import backoff_sum
@@ -87,7 +87,7 @@ def test_supervise_status_before_and_after_a_supervisor_ran(
 ) -> None:
     empty = json.loads(_invoke(cli, "supervise", "status", "--json", "-w", str(workspace)).stdout)
     assert empty["supervisor"]["running"] is False and empty["events"] == []
-    assert not (workspace / ".worker").exists()  # status alone writes nothing
+    assert not state_of(workspace).exists()  # status alone writes nothing
 
     repo = Repo(tmp_path / "repo")
     rev = repo.commit({"child.py": child_script("healthy")})

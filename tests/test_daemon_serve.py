@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FakeAgent, needs_posix, write_message
+from tests.conftest import FakeAgent, needs_posix, state_of, write_message
 from tests.test_daemon_support import write_config
 from worker.config import Settings, load_settings
 from worker.daemon import health
@@ -48,7 +48,7 @@ def _settings(ws: Path, **daemon: Any) -> Settings:
 
 
 def _kv(ws: Path, key: str) -> dict[str, Any]:
-    with Store(ws / ".worker" / "worker.db") as store:
+    with Store(state_of(ws) / "worker.db") as store:
         return json.loads(store.get(key) or "{}")
 
 
@@ -225,7 +225,7 @@ def test_sigterm_mid_task_stops_the_agent_keeps_the_work_and_releases_the_task(
     assert data["stopped_by"] == "SIGTERM" and data["last"][0]["outcome"] == "stopped"
     assert (workspace / "stop-reason.txt").read_text() == "SIGTERM"
     assert (workspace / "work.txt").read_text() == "half done\nkept\n"
-    with Store(workspace / ".worker" / "worker.db") as store:
+    with Store(state_of(workspace) / "worker.db") as store:
         claim = store.claim_of("task-1")
     assert claim is not None and claim["state"] == "released"
     assert _kv(workspace, health.STOPPED_KEY)["reason"] == "SIGTERM"
@@ -264,7 +264,7 @@ def test_sigterm_with_the_real_runner_puts_the_message_back(
     assert code == 0
     assert json.loads(out)["last"][0]["outcome"] == "stopped"
     assert (workspace / "inbox" / "msg-1.json").exists()
-    with Store(workspace / ".worker" / "worker.db") as store:
+    with Store(state_of(workspace) / "worker.db") as store:
         claim = store.claim_of("msg-1")
     assert claim is not None and claim["state"] == "released"
 

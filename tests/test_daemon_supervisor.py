@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import state_of
 from tests.test_daemon_support import Repo, child_script, kinds, settings_for, until
 from worker.daemon import health, revisions
 from worker.daemon.state import SupervisorState
@@ -20,7 +21,7 @@ from worker.store import Store
 
 
 def _state(ws: Path) -> SupervisorState:
-    return SupervisorState(Store(ws / ".worker" / "worker.db"))
+    return SupervisorState(Store(state_of(ws) / "worker.db"))
 
 
 def test_a_crashing_child_is_restarted_with_growing_delays(workspace: Path) -> None:

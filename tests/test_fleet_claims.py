@@ -260,7 +260,14 @@ def test_an_expired_inbox_claim_is_brought_back_only_where_its_message_is(
         (ws / "inbox").mkdir(parents=True)
         store = Store(ws / "state.db")
         store.claims = PgClaims(_link(pg_url), name, 1)
-        settings = load_settings(ws, env={}, machine_id=name, lease_seconds=1)
+        settings = load_settings(
+            ws,
+            env={},
+            machine_id=name,
+            lease_seconds=1,
+            inbox_dir=ws / "inbox",  # each machine's inbox of its own, allowed explicitly
+            allow_inbox_in_workspace=True,
+        )
         sources.append(InboxSource(settings, store))
     write_message(tmp_path / "m1", "msg-1", to="m1")
     m1, m2 = sources

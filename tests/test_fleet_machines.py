@@ -48,7 +48,10 @@ def test_three_machines_times_four_runs_take_500_messages_exactly_once(fleet: Fl
                     " GROUP BY machine_id")
     )  # fmt: skip
     assert set(by_machine) == set(MACHINES)
-    assert fleet.query("SELECT DISTINCT state FROM fleet_claims") == [("success",)]
+    # A run that lost the race for a file between its listing and its rename records its
+    # claim `lost`: never run, never a second success (asserted above).
+    states = {state for (state,) in fleet.query("SELECT DISTINCT state FROM fleet_claims")}
+    assert "success" in states and states <= {"success", "lost"}
     assert all(PASSWORD not in out for out in outputs)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import state_of
 from tests.fakes.github_server import FakeGitHub, make_source
 from worker.models import IterationRecord, Outcome, TaskResult
 from worker.sources.github_claims import marker
@@ -144,6 +145,6 @@ def test_the_token_never_leaves_the_process(
     assert TOKEN not in server.comments_of(REPO, 1)[0]["body"]
     assert TOKEN not in caplog.text
     source.store.close()
-    assert TOKEN.encode() not in (tmp_path / "ws" / ".worker" / "worker.db").read_bytes()
-    for extra in (tmp_path / "ws" / ".worker").glob("worker.db-*"):
+    assert TOKEN.encode() not in (state_of(tmp_path / "ws") / "worker.db").read_bytes()
+    for extra in state_of(tmp_path / "ws").glob("worker.db-*"):
         assert TOKEN.encode() not in extra.read_bytes()

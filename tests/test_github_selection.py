@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import state_of
 from tests.fakes.github_server import FakeGitHub, make_source
 from worker.sources.github_selection import agent_field, parse_task_id, priority_of
 
@@ -134,7 +135,7 @@ def test_dry_run_reads_but_writes_nothing(server: FakeGitHub, tmp_path: Path) ->
     assert [t.id for t in listing.tasks] == [f"{REPO}#1"]
     assert source.claim(listing.tasks[0], run_id=1) is False
     assert writes(server) == []
-    assert not (tmp_path / "ws" / ".worker").exists()
+    assert not state_of(tmp_path / "ws").exists()
 
 
 def test_find_by_task_id(server: FakeGitHub, tmp_path: Path) -> None:

@@ -22,7 +22,15 @@ from worker.errors import ConfigError
 from worker.models import InfraKind
 from worker.runner import RunOptions, RunReport, run_once
 
-from .conftest import GITHUB_REPO, TRANSCRIPTS, FakeAgent, run_worker, write_message
+from .conftest import (
+    GITHUB_REPO,
+    TRANSCRIPTS,
+    FakeAgent,
+    rewrite_wait,
+    run_worker,
+    state_of,
+    write_message,
+)
 
 RETRIES_401 = TRANSCRIPTS / "claude-real-401-retries.jsonl"
 RETRIES_529 = TRANSCRIPTS / "claude-real-529-retries.jsonl"
@@ -46,7 +54,7 @@ def lines(path: Path) -> list[dict[str, object]]:
 
 
 def iterations(ws: Path) -> int:
-    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(ws) / "worker.db")
     return int(db.execute("SELECT COUNT(*) FROM iterations").fetchone()[0])
 
 
@@ -103,7 +111,7 @@ def test_a_bad_key_leaves_the_task_untouched_and_exits_78(
     note = json.loads((workspace / "inbox" / "outbox" / "msg-1-stopped-reply.json").read_text())
     assert "could not authenticate" in note["body"]
     assert iterations(workspace) == 0
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     assert db.execute("SELECT state FROM claims WHERE task_id='msg-1'").fetchone()[0] == "released"
 
 
@@ -145,7 +153,7 @@ def test_an_unavailable_api_turns_the_task_into_a_timed_wait(
 
     # Time passes; the API still fails: the next wait is longer.
     state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    state_path.write_text(json.dumps(state))
+    rewrite_wait(workspace, state_path, state)
     again = run(workspace)
     assert again.outcome.value == "waiting" and again.task_id == "msg-1"
     state = json.loads(Path(again.wait_state or "").read_text())
@@ -156,7 +164,7 @@ def test_an_unavailable_api_turns_the_task_into_a_timed_wait(
     # The API is back: the same iteration runs, told why it was interrupted, and succeeds.
     fake_claude.answers({"status": "success", "reason": "done"})
     state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    Path(again.wait_state or "").write_text(json.dumps(state))
+    rewrite_wait(workspace, Path(again.wait_state or ""), state)
     done = run(workspace)
     assert done.outcome.value == "success" and iterations(workspace) == 1
     prompt = fake_claude.task_calls[-1]["stdin"]
@@ -171,7 +179,7 @@ def test_a_cli_crash_is_an_agent_error_named_in_words(
     write_message(workspace, "msg-1")
     report = run(workspace)
     assert report.outcome.value == "success" and report.iterations == 2
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     reason = db.execute("SELECT reason FROM iterations ORDER BY id").fetchone()[0]
     assert reason == (
         "agent_error: Claude Code exited with code 1 without a result: "
@@ -188,7 +196,7 @@ def test_a_success_block_from_an_agent_that_exited_non_zero_is_not_success(
     report = run(workspace)
     assert report.outcome.value == "success" and report.iterations == 2
     assert "AGENT_ERROR" in report.reason_codes
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     first = db.execute("SELECT status, reason FROM iterations ORDER BY id").fetchone()
     assert first == ("continue", "agent_error: exited with code 1 after writing STATUS: success")
 
@@ -208,7 +216,7 @@ def test_ten_runs_with_a_missing_binary_touch_no_message(
     assert not (workspace / "inbox" / "claimed").exists() or not any(
         (workspace / "inbox" / "claimed").iterdir()
     )
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
 
 
@@ -298,7 +306,7 @@ def test_an_approval_met_by_an_outage_reaches_the_agent_after_it(
         path = Path(outage.wait_state or "")
         state = json.loads(path.read_text())
         state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-        path.write_text(json.dumps(state))
+        rewrite_wait(workspace, path, state)
     assert run(workspace).outcome.value == "success"
     prompt = fake_claude.task_calls[-1]["stdin"]
     assert prompt.count("yes, drop it") == 1 and "The model API was unavailable" in prompt

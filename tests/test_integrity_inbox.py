@@ -21,7 +21,7 @@ from worker.runner import RunOptions, run_once
 from worker.sources.inbox import InboxSource
 from worker.store import Store
 
-from .conftest import FakeAgent, needs_posix, run_worker, write_message
+from .conftest import FakeAgent, needs_posix, run_worker, state_of, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +84,7 @@ def test_a_stale_listing_never_takes_a_finished_message_back_out_of_done(
         (task,) = late.list().tasks
         assert run_once(settings).task_id == "raced"
         assert late.claim(task, run_id=1) is False
-        assert other.claim_of("raced")["state"] == "lost"
+        assert other.claim_of("raced") is None  # the file was gone: no lease was even taken
     assert (workspace / "inbox" / "done" / "raced.json").exists()
     assert not list((workspace / "inbox").glob("*.json"))
 
@@ -174,7 +174,7 @@ def test_an_inbox_where_claims_cannot_be_written_is_a_clear_error(
     assert result.returncode == 78, result.stderr
     assert str(workspace / "inbox") in result.stderr and "unexpected" not in result.stderr
     assert (workspace / "inbox" / "blocked.json").exists()
-    with Store(workspace / ".worker" / "worker.db") as store:
+    with Store(state_of(workspace) / "worker.db") as store:
         assert store.active_claims() == []
 
 
@@ -207,7 +207,7 @@ def test_an_unknown_mode_in_a_message_falls_back_with_a_warning(
     report = run_once(load_settings(workspace))
     assert report.outcome.value == "success" and report.mode_reason == "MODE_UNKNOWN"
     assert "'turbo'" in caplog.text and "does not define" in caplog.text
-    with Store(workspace / ".worker" / "worker.db") as store:
+    with Store(state_of(workspace) / "worker.db") as store:
         assert "MODE_UNKNOWN" in store.recent_decisions(1)[0]["reason_codes"]
     modes = load_modes(None)
     assert modes.detect(Task(id="t", source="inbox", title="x", mode="turbo"))[1] == "MODE_UNKNOWN"

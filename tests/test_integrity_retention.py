@@ -15,7 +15,8 @@ from worker.config import Settings, load_settings
 from worker.retention import LAST_PRUNE_KEY, after_run, decision_detail, prune
 from worker.runner import run_once
 from worker.store import Store
-from worker.waits.state import WaitState, save_wait_state
+from worker.waits.record import save_wait
+from worker.waits.state import WaitState
 
 from .conftest import run_worker
 
@@ -31,6 +32,7 @@ def settings(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 def test_an_idle_run_with_1000_waits_adds_at_most_1_kb_to_the_database(settings: Settings) -> None:
     """Measured in pages after a checkpoint, over 20 idle runs (a size, not a time)."""
+    store = Store(settings.db_path)
     for i in range(1000):
         state = {
             "taskId": f"w{i}",
@@ -38,7 +40,8 @@ def test_an_idle_run_with_1000_waits_adds_at_most_1_kb_to_the_database(settings:
             "resumeWhen": "intercom_message",
             "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
         }
-        save_wait_state(settings.wait_states, WaitState.model_validate(state))
+        save_wait(settings, WaitState.model_validate(state), store)  # as worker records it
+    store.close()
     run_once(settings)  # the first run records every wait's check row once
 
     def size() -> int:

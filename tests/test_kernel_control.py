@@ -19,7 +19,8 @@ from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
 from worker.runner import RunOptions, run_once
 from worker.store import Store
-from worker.waits.state import WaitContext, WaitState, save_wait_state
+from worker.waits.record import save_wait
+from worker.waits.state import WaitContext, WaitState
 
 
 def _settings(ws: Path, **overrides: object) -> Settings:
@@ -46,7 +47,7 @@ def _wait(settings: Settings, task_id: str) -> Path:
             "taskTitle": f"task {task_id}",
         }
     )
-    return save_wait_state(settings.wait_states, state)
+    return save_wait(settings, state)
 
 
 def test_cancel_drops_a_queued_task_and_tells_its_sender(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeAgent, needs_posix, run_worker, write_message
+from tests.conftest import FakeAgent, needs_posix, run_worker, state_of, write_message
 from worker.platform.process import alive as _alive
 from worker.platform.process import group_running as _group_alive
 
@@ -59,7 +59,7 @@ def test_cancel_stops_a_running_task_promptly(workspace: Path, fake_claude: Fake
     assert (inbox / "done" / "msg-long.json").exists()  # not back in the queue
     reply = json.loads((inbox / "outbox" / "msg-long-cancelled-reply.json").read_text())
     assert reply["to"] == "alice" and "[cancelled]" in reply["subject"]
-    state = workspace / ".worker"
+    state = state_of(workspace)
     assert not list((state / "control").glob("*.json"))  # the order was consumed
     assert len(list((state / "control" / "done").glob("*.json"))) == 1
     why = run_worker(workspace, "why")

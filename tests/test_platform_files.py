@@ -74,7 +74,12 @@ def test_a_full_run_in_a_synced_folder_with_an_id_windows_refuses(
     ws = tmp_path.joinpath(*DRIVE) / "ws"
     (ws / "inbox").mkdir(parents=True)
     write_message(ws, "msg-1", id="ask: CON?")
-    result = run_worker(ws, "run", env={"WORKER_REVIEW__ENABLED": "false"})
+    env = {
+        "WORKER_REVIEW__ENABLED": "false",
+        "WORKER_INBOX": str(ws / "inbox"),  # the messages are written there (write_message)
+        "WORKER_ALLOW_INBOX_IN_WORKSPACE": "true",
+    }
+    result = run_worker(ws, "run", env=env)
     assert result.returncode == 0, result.stderr
     (done,) = json_files(ws / "inbox" / "done")  # kept under its id, in a name Windows accepts
     assert valid_on_windows(done.name)

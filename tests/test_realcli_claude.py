@@ -24,7 +24,7 @@ import pytest
 
 from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_use
 
-from .conftest import REAL_CLAUDE, run_with_real_claude, write_message
+from .conftest import REAL_CLAUDE, run_with_real_claude, state_of, write_message
 
 if not REAL_CLAUDE.exists():
     if os.environ.get("CI") or os.environ.get("REALCLI_REQUIRED"):
@@ -49,7 +49,7 @@ def report_of(done: Any) -> dict[str, Any]:
 
 
 def iterations(ws: Path) -> int:
-    db = sqlite3.connect(ws / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(ws) / "worker.db")
     return int(db.execute("SELECT COUNT(*) FROM iterations").fetchone()[0])
 
 

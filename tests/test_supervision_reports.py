@@ -8,6 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from tests.conftest import state_of
 from worker.cli.app import app
 from worker.models import AgentResult
 from worker.supervision.reports import StatusReport, read_report, write_report
@@ -139,7 +140,7 @@ def test_fleet_reads_the_workspace_reports_folder_by_default(tmp_path: Path) -> 
     runner = CliRunner()
     result = runner.invoke(app, ["fleet", "--workspace", str(tmp_path)])
     assert result.exit_code == 0 and "no status reports in" in result.stdout
-    _write(tmp_path / ".worker" / "reports", "test-machine", timedelta(seconds=3))
+    _write(state_of(tmp_path) / "reports", "test-machine", timedelta(seconds=3))
     data = json.loads(runner.invoke(app, ["fleet", "-w", str(tmp_path), "--json"]).stdout)
     assert [row["machine"] for row in data["rows"]] == ["test-machine"] and data["stale"] == []
 
@@ -147,7 +148,7 @@ def test_fleet_reads_the_workspace_reports_folder_by_default(tmp_path: Path) -> 
 def test_stale_after_follows_the_iteration_timeout(tmp_path: Path) -> None:
     """No report for two iteration timeouts (a running task writes between iterations)."""
     (tmp_path / "worker.toml").write_text("iteration_timeout_s = 60\n")
-    _write(tmp_path / ".worker" / "reports", "slow", timedelta(seconds=150))
+    _write(state_of(tmp_path) / "reports", "slow", timedelta(seconds=150))
     data = json.loads(CliRunner().invoke(app, ["fleet", "-w", str(tmp_path), "--json"]).stdout)
     assert data["stale_after_s"] == 120 and data["stale"] == ["slow"]
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import state_of
 from worker.config import load_settings
 from worker.runner import RunOptions, run_once
 
@@ -33,7 +34,7 @@ def test_passthrough_off_lets_the_loop_run_and_writes_nothing(
     write_message(workspace, "msg-1")
     report = run(workspace)
     assert report.outcome.value == "success"
-    assert not (workspace / ".worker" / "reports").exists()
+    assert not (state_of(workspace) / "reports").exists()
     assert not any("[SUPERVISOR]" in call["stdin"] for call in fake_claude.calls)
 
 
@@ -46,9 +47,7 @@ def test_a_tight_loop_is_cut_short_and_reported(workspace: Path, fake_claude: Fa
     assert report.outcome.value == "failure"
     assert "SUPERVISOR_EMERGENCY" in report.reason_codes
     assert report.reason.startswith("supervisor emergency: Loop: you called Bash")
-    status = json.loads(
-        (workspace / ".worker" / "reports" / "test-machine_latest.json").read_text()
-    )
+    status = json.loads((state_of(workspace) / "reports" / "test-machine_latest.json").read_text())
     assert status["health"] == "red" and status["state"] == "finished"
     assert status["stopped"].startswith("supervisor emergency:")
     assert status["task_id"] == "msg-2" and status["outcome"] == "failure"
@@ -69,7 +68,5 @@ def test_steering_reaches_the_next_prompt(workspace: Path, fake_claude: FakeAgen
     assert "[SUPERVISOR]" not in first["stdin"]
     assert "## Supervisor notes" in second["stdin"]
     assert '[SUPERVISOR] Loop: you called Bash `{"command":"make"}` 3 times' in second["stdin"]
-    status = json.loads(
-        (workspace / ".worker" / "reports" / "test-machine_latest.json").read_text()
-    )
+    status = json.loads((state_of(workspace) / "reports" / "test-machine_latest.json").read_text())
     assert status["outcome"] == "success" and status["iteration"] == 2

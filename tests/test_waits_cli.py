@@ -130,6 +130,7 @@ def test_approval_and_message_reach_a_wait_file_named_unlike_its_task(settings: 
             "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
         }
         (settings.wait_states / name).write_text(json.dumps(spec), encoding="utf-8")
+        assert cli(settings.workspace, "waits", "adopt", name).exit_code == 0
     assert cli(settings.workspace, "waits", "approve", "msg-20", "--note", "go").exit_code == 0
     assert cli(settings.workspace, "intercom", "send", "msg-21", "use staging").exit_code == 0
     shown = json.loads(cli(settings.workspace, "waits", "show", "msg-20", "--json").stdout)

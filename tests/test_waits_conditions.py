@@ -13,9 +13,10 @@ import pytest
 from worker.config import Settings, load_settings
 from worker.sources.message import write_message as write_inbox
 from worker.store import Store
-from worker.waits import intercom, phase0
+from worker.waits import authored, intercom, phase0
 from worker.waits.ledger import Ledger
-from worker.waits.state import WaitState, save_wait_state
+from worker.waits.record import save_wait
+from worker.waits.state import WaitState
 
 NOW = datetime.now(UTC)
 
@@ -38,9 +39,7 @@ def make_wait(
         },
         **fields,
     }
-    return save_wait_state(
-        settings.wait_states, WaitState.model_validate(data), settings.waits.expiry_days
-    )
+    return save_wait(settings, WaitState.model_validate(data))
 
 
 @pytest.fixture
@@ -135,6 +134,7 @@ def test_an_approval_older_than_the_wait_does_not_count(settings: Settings) -> N
     data = json.loads(note.read_text())
     data["created_at"] = (NOW - timedelta(days=1)).isoformat()
     note.write_text(json.dumps(data))
+    authored.sign(settings, note.read_bytes(), "approval")  # as if the CLI wrote it a day ago
     make_wait(settings, "msg-old", "user_approval")
     assert ready_ids(scan(settings)) == {}
     assert "APPROVAL_BEFORE_WAIT" in log_codes(settings, "msg-old")
@@ -182,6 +182,7 @@ def test_expiry_follows_the_setting_for_spec_files_without_one(settings: Setting
 
 
 def test_a_corrupt_file_is_quarantined_and_the_others_still_resume(settings: Settings) -> None:
+    """Files worker did not write, readable or not, are set aside with their reason."""
     make_wait(settings, "good", "time", resumeAt=NOW - timedelta(seconds=5))
     (settings.wait_states / "broken.json").write_text("{not json")
     (settings.wait_states / "partial.json").write_text(json.dumps({"taskId": "p"}))
@@ -189,7 +190,7 @@ def test_a_corrupt_file_is_quarantined_and_the_others_still_resume(settings: Set
     assert set(ready_ids(result)) == {"good"} and len(result.errors) == 2
     rejected = settings.wait_states / "rejected"
     assert (rejected / "broken.json").exists()
-    assert "resumeWhen" in (rejected / "partial.json.reason.txt").read_text()
+    assert "WAIT_STATE_UNRECORDED" in (rejected / "partial.json.reason.txt").read_text()
 
 
 def test_dry_run_changes_nothing(settings: Settings) -> None:

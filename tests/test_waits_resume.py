@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FakeAgent, write_message
+from tests.conftest import FakeAgent, rewrite_wait, state_of, write_message
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.platform.process import end_group
 from worker.runner import RunOptions, RunReport, run_once
+from worker.waits.service import adopt
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +77,7 @@ def test_approval_through_the_cli_resumes_the_same_session_mode_and_iteration(
     # The sender heard about the end; the approval is consumed by the next run.
     assert (workspace / "inbox" / "outbox" / "msg-1-success-reply.json").exists()
     run(workspace)
-    notes = workspace / ".worker" / "intercom" / "msg-1"
+    notes = state_of(workspace) / "intercom" / "msg-1"
     assert not list(notes.glob("*.json")) and list((notes / "done").glob("*.json"))
 
 
@@ -96,7 +97,7 @@ def test_usage_limit_becomes_a_timed_wait_and_resumes_after_the_reset(
     assert len(fake_claude.task_calls) == 1
     # The reset has passed (we move the moment rather than the clock).
     state["resumeAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    (workspace / "wait_states" / "msg-u.json").write_text(json.dumps(state))
+    rewrite_wait(workspace, workspace / "wait_states" / "msg-u.json", state)
     resumed = run(workspace)
     assert resumed.outcome.value == "success" and resumed.iterations == 1
     assert "usage limit has reset" in fake_claude.task_calls[-1]["stdin"]
@@ -144,13 +145,15 @@ def spec_wait(ws: Path, task_id: str, **extra: Any) -> Path:
     path = ws / "wait_states" / f"{task_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2))
+    adopt(load_settings(ws), path.name)  # `worker waits adopt`: a person vouches for it
     return path
 
 
 def test_a_file_in_exactly_the_specifications_format_is_resumed(
     workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The spec's own example, byte for byte; its timestamp is old, so the expiry is raised.
+    """The spec's own example, byte for byte: refused until a person adopts it (`worker waits
+    adopt`), then resumed like worker's own. Its timestamp is old, so the expiry is raised."""
     monkeypatch.setenv("WORKER_WAITS__EXPIRY_DAYS", "30")
     path = workspace / "wait_states" / "msg-20260211-abc123.json"
     path.parent.mkdir(parents=True)
@@ -172,8 +175,12 @@ def test_a_file_in_exactly_the_specifications_format_is_resumed(
             indent=2,
         )
     )
-    listed = cli(workspace, "waits", "list", "--json")
-    assert json.loads(listed.stdout)["waits"][0]["task_id"] == "msg-20260211-abc123"
+    listed = json.loads(cli(workspace, "waits", "list", "--json").stdout)
+    assert listed["waits"] == [] and "WAIT_STATE_UNRECORDED" in listed["unreadable"][0]
+    adopted = cli(workspace, "waits", "adopt", path.name, "--json")
+    assert adopted.exit_code == 0, adopted.output
+    listed = json.loads(cli(workspace, "waits", "list", "--json").stdout)
+    assert listed["waits"][0]["task_id"] == "msg-20260211-abc123"
     assert cli(workspace, "waits", "approve", "msg-20260211-abc123").exit_code == 0
     report = run(workspace)
     assert report.outcome.value == "success" and report.modes == ["code-complex"]
@@ -231,7 +238,7 @@ def test_an_expired_wait_is_an_outcome_reported_to_its_source(
     path = workspace / "wait_states" / "msg-x.json"
     state = json.loads(path.read_text())
     state["expiresAt"] = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    path.write_text(json.dumps(state))
+    rewrite_wait(workspace, path, state)
     assert run(workspace).outcome.value == "idle"
     reply = json.loads((workspace / "inbox" / "outbox" / "msg-x-expired-reply.json").read_text())
     assert reply["to"] == "alice" and reply["in_reply_to"] == "msg-x"
@@ -262,7 +269,7 @@ def test_a_worker_killed_during_the_resumed_run_leaves_the_wait_to_resume_again(
     agent_pid = fake_claude.calls[0]["pid"]
     end_group(agent_pid, grace_s=0)  # on Windows its job already ended it with the worker
     assert path.exists()
-    db = sqlite3.connect(workspace / ".worker" / "worker.db")
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
     assert db.execute("SELECT state FROM claims WHERE task_id = 'msg-k'").fetchone() == ("active",)
     db.close()
     report = run(workspace)

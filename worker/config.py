@@ -23,13 +23,14 @@ from worker.notify.settings import NotifySettings
 from worker.retention_settings import RetentionSettings
 from worker.review.settings import ReviewSettings
 from worker.sources.github_settings import GitHubSettings
+from worker.statedir import check_locations, default_state_dir
 from worker.supervision.settings import SupervisionSettings
 from worker.waits.settings import WaitSettings
 
 CONFIG_FILE = "worker.toml"
 ENV_PREFIX = "WORKER_"
 # Variables that are not settings (secrets are read where they are used, never stored here).
-_NOT_SETTINGS = {"WORKER_GITHUB_TOKEN"}
+_NOT_SETTINGS = {"WORKER_GITHUB_TOKEN", "WORKER_GIT_TOKEN"}
 
 
 class FallbackSettings(BaseModel):
@@ -52,7 +53,8 @@ class Settings(BaseModel):
 
     workspace: Path
     machine_id: str = Field(default_factory=socket.gethostname, min_length=1)
-    inbox_dir: Path | None = None
+    inbox_dir: Path | None = None  # None: `<state>/inbox`, outside the working tree
+    allow_inbox_in_workspace: bool = False
     wait_states_dir: Path | None = None
     state_dir: Path | None = None
     reports_dir: Path | None = None
@@ -88,7 +90,9 @@ class Settings(BaseModel):
     # Resolved folders: one state root, everything else relative to the workspace.
     @property
     def inbox(self) -> Path:
-        return self._resolve(self.inbox_dir, "inbox")
+        if self.inbox_dir is None:
+            return self.state / "inbox"
+        return self._resolve(self.inbox_dir, "")
 
     @property
     def wait_states(self) -> Path:
@@ -96,7 +100,9 @@ class Settings(BaseModel):
 
     @property
     def state(self) -> Path:
-        return self._resolve(self.state_dir, ".worker")
+        if self.state_dir is None:
+            return default_state_dir(self.workspace)
+        return self._resolve(self.state_dir, "")
 
     @property
     def reports(self) -> Path:
@@ -139,9 +145,11 @@ def load_settings(
     data.update(overrides)
     data["workspace"] = workspace
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, config_path)) from exc
+    check_locations(settings)
+    return settings
 
 
 def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from worker.config import Settings
 from worker.errors import UsageError
 from worker.store import Store
 from worker.waits.saving import WaitPoint, base_state
-from worker.waits.state import save_wait_state
+from worker.waits.record import save_wait
 
 BY = ("day", "mode", "source", "machine")
 _TASK_KEY = {
@@ -132,7 +132,7 @@ def save_budget_wait(settings: Settings, point: WaitPoint, spent: float) -> Path
         f"${settings.daily_cost_cap_usd:.2f}"
     )
     state.wait_for = f"the next day ({tomorrow:%Y-%m-%d} 00:00 UTC): the daily spend cap"
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+    return save_wait(settings, state)
 
 
 def _rows(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:

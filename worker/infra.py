@@ -15,8 +15,8 @@ from pathlib import Path
 
 from worker.config import Settings
 from worker.models import InfraFailure, InfraKind, Outcome
+from worker.waits.record import save_wait
 from worker.waits.saving import WaitPoint, base_state
-from worker.waits.state import save_wait_state
 
 # 5, 15, 60 minutes by attempt: long enough for an overloaded API to recover,
 # short enough that the queue does not stall for a morning.
@@ -70,4 +70,4 @@ def save_unavailable_wait(
     extra[HITS_KEY] = hits + 1
     if answer:
         extra[ANSWER_KEY] = answer
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days), at
+    return save_wait(settings, state), at

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from worker.errors import LockHeld
+from worker.statedir import migrate_legacy
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -18,9 +19,11 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def workspace_lock(settings: Settings, busy: str | None = None) -> Iterator[None]:
-    """Hold `<state>/run.lock` for the block; `busy` is the message when it is taken."""
+    """Hold `<state>/run.lock` for the block; `busy` is the message when it is taken. The
+    first holder moves a workspace's old `.worker/` state folder into the state folder."""
     from filelock import FileLock, Timeout
 
+    migrate_legacy(settings.workspace, settings.state)
     settings.state.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(settings.state / "run.lock"))
     try:

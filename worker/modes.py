@@ -21,6 +21,17 @@ from worker.models import Task
 
 log = logging.getLogger(__name__)
 
+# The permissionMode values each agent's CLI accepts (the pinned versions: Claude Code 2.1's
+# `--permission-mode` choices, which still take `default`; codex 0.169's `--sandbox` modes;
+# Gemini CLI 0.61's `--approval-mode` choices). The `command` agent takes none.
+PERMISSION_MODES: dict[str, tuple[str, ...]] = {
+    "claude": ("default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "manual", "plan"),
+    "codex": ("read-only", "workspace-write", "danger-full-access"),
+    "gemini": ("default", "auto_edit", "yolo", "plan"),
+}
+# A codex mode without a permissionMode may edit its working tree: worker's tasks are edits.
+CODEX_DEFAULT_SANDBOX = "workspace-write"
+
 
 class Escalation(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -151,6 +162,7 @@ def validate_modes(modes: list[Mode], source: str) -> ModeSet:
             raise ConfigError(f"{source}: mode {mode.id!r} is defined twice")
         if mode.agent == "command" and not mode.command:
             raise ConfigError(f"{source}: mode {mode.id!r}: agent 'command' needs 'command'")
+        check_permission_mode(mode, source)
         by_id[mode.id] = mode
     defaults = [mode.id for mode in modes if mode.default]
     if len(defaults) > 1:
@@ -173,6 +185,44 @@ def validate_modes(modes: list[Mode], source: str) -> ModeSet:
             seen.append(target)
             current = by_id[target]
     return ModeSet(by_id, source)
+
+
+def check_permission_mode(mode: Mode, source: str) -> None:
+    """A permissionMode the mode's agent CLI would refuse (or ignore) is a configuration error
+    naming the values it accepts."""
+    value = mode.permission_mode
+    if value is None or (mode.agent not in PERMISSION_MODES and mode.agent != "command"):
+        return  # an unknown agent is reported when the mode is used
+    allowed = PERMISSION_MODES.get(mode.agent, ())
+    if value in allowed:
+        return
+    where = f"{source}: mode {mode.id!r}: permissionMode {value!r}"
+    if not allowed:
+        raise ConfigError(f"{where}: agent {mode.agent!r} takes no permissionMode")
+    near = [known for known in allowed if known.lower() == value.lower()]
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise ConfigError(
+        f"{where} is not one {mode.agent} accepts{hint}; allowed: {', '.join(allowed)}"
+    )
+
+
+def permission_args(mode: Mode) -> tuple[str, ...]:
+    """The CLI flags of the mode's permissionMode, then its extraArgs. Codex gets a sandbox
+    (workspace-write by default) and the approval policy that never asks: `codex exec` cannot
+    ask anyone, and a command the sandbox refuses then fails back to the model at once."""
+    args: list[str] = []
+    if mode.agent == "claude" and mode.permission_mode:
+        args += ["--permission-mode", mode.permission_mode]
+    elif mode.agent == "gemini" and mode.permission_mode:
+        args += ["--approval-mode", mode.permission_mode]
+    elif mode.agent == "codex":
+        own_sandbox = any(
+            arg in ("-s", "--sandbox") or arg.startswith("--sandbox=") for arg in mode.extra_args
+        )
+        if mode.permission_mode or not own_sandbox:
+            args += ["--sandbox", mode.permission_mode or CODEX_DEFAULT_SANDBOX]
+        args += ["--config", 'approval_policy="never"']
+    return (*args, *mode.extra_args)
 
 
 def modes_path(workspace: Path, configured: Path | None) -> Path | None:

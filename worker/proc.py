@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from worker.boundedio import LINE_CAP, LOG_CAP, CappedLog, bounded_lines
 from worker.fleet.settings import redact_url
 from worker.platform.process import TreeProcess
 
@@ -62,7 +63,15 @@ def redact(text: str) -> str:
 
 # The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
 # could otherwise act as the worker (approve its own wait, label issues as trusted work).
-_WORKER_SECRETS = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN", "WORKER_FLEET__DATABASE_URL")
+_WORKER_SECRETS = (
+    "WORKER_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "WORKER_GIT_TOKEN",
+    "WORKER_FLEET__DATABASE_URL",
+)
 
 
 def child_env() -> dict[str, str]:
@@ -89,11 +98,15 @@ def run_process(
     cap_bytes: int = 2_000_000,
     stop: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_stderr: LineHandler | None = None,
+    line_cap_bytes: int = LINE_CAP,
+    log_cap_bytes: int = LOG_CAP,
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
     for a failing command (a missing executable is reported as `not_found`). Without `env`
-    the child gets `child_env()`: never the worker's GitHub token."""
+    the child gets `child_env()`: never the worker's GitHub token. `on_stderr` sees each
+    stderr line and may stop the run the same way (CLIs that report retries only there)."""
     argv = [str(part) for part in argv]
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
@@ -115,14 +128,23 @@ def run_process(
     if on_start is not None:
         on_start(proc.pid)  # the pid is also the process group's id (a new session)
 
+    state: dict[str, str | bool | None] = {"timed_out": False, "stopped": None}
     stderr_lines: list[str] = []
-    err_reader = threading.Thread(target=_drain, args=(proc.stderr, stderr_lines), daemon=True)
+
+    def on_err(line: str) -> None:
+        reason = on_stderr(line.rstrip("\n")) if on_stderr is not None else None
+        if reason and not state["stopped"]:
+            state["stopped"] = reason
+            kill_group(proc)
+
+    err_reader = threading.Thread(
+        target=_drain, args=(proc.stderr, stderr_lines, on_err), daemon=True
+    )
     err_reader.start()
     if stdin_text is not None and proc.stdin is not None:
         feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True)
         feeder.start()
 
-    state: dict[str, str | bool | None] = {"timed_out": False, "stopped": None}
     deadline = started + timeout_s
     finished = threading.Event()
 
@@ -145,13 +167,11 @@ def run_process(
     size = 0
     truncated = False
     stopped: str | None = None
-    log_file: IO[str] | None = None
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = log_path.open("a", encoding="utf-8")
+    log_file = CappedLog(log_path, log_cap_bytes) if log_path is not None else None
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
+        # Raw bytes in chunks: one endless line never sits whole in memory.
+        for line in bounded_lines(proc.stdout, line_cap_bytes):
             if log_file is not None:
                 log_file.write(line)
             if size < cap_bytes:
@@ -198,11 +218,15 @@ def kill_group(proc: TreeProcess[str], *, force: bool = False) -> None:
     proc.end_tree(0.0 if force else _GRACE_S)
 
 
-def _drain(stream: IO[str] | None, into: list[str]) -> None:
+def _drain(
+    stream: IO[str] | None, into: list[str], on_line: Callable[[str], None] | None = None
+) -> None:
     if stream is None:
         return
     total = 0
-    for line in stream:
+    for line in bounded_lines(stream, 16_000):
+        if on_line is not None:
+            on_line(line)
         into.append(line)
         total += len(line)
         while total > 16_000 and len(into) > 1:

@@ -21,7 +21,7 @@ from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
 from worker.store import Store
 from worker.supervision.factory import make_supervisor
-from worker.waits.state import load_wait_state
+from worker.waits import record
 
 if TYPE_CHECKING:
     from worker.runner import RunOptions
@@ -47,7 +47,7 @@ def execute(
     wait_path: Path | None = None
     if decision.wait is not None:
         wait_path = decision.wait.ref
-        start = _restore(wait_path, mode_id, decision.wait.answer)
+        start = _restore(settings, wait_path, mode_id, decision.wait.answer)
     cwd, branch = settings.workspace, None
     if options.use_worktree:
         from worker.workspace_git import create_worktree
@@ -139,8 +139,8 @@ def _sections(settings: Settings, store: Store, task: Task) -> list[str]:
         return []
 
 
-def _restore(path: Path, mode_id: str, answer: str) -> StartPoint:
-    state = load_wait_state(path)
+def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> StartPoint:
+    state = record.recorded_state(settings, path)
     extra = state.model_extra or {}
     # Resumed in another mode (`--mode`, or its own is gone): that mode's model, from 1.
     same_mode = state.context.mode == mode_id
@@ -180,3 +180,4 @@ def _report(
         # task waits again (its new state was written to the same file).
         if result.outcome is not Outcome.STOPPED and result.wait_state != wait_path:
             wait_path.unlink(missing_ok=True)
+            record.forget(settings, wait_path, store)

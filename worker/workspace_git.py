@@ -10,6 +10,7 @@ import logging
 import re
 from pathlib import Path
 
+from worker.gitsafe import git_argv, repo
 from worker.platform.names import portable_name
 from worker.proc import run_process
 
@@ -28,7 +29,7 @@ def changed_files(cwd: Path) -> list[str]:
     """Files changed in the work tree (staged, unstaged, untracked); [] outside git."""
     if not (cwd / ".git").exists():
         return []
-    proc = run_process(["git", "status", "--porcelain"], cwd=cwd, timeout_s=30)
+    proc = run_process(git_argv("status", "--porcelain"), cwd=cwd, timeout_s=30)
     if proc.exit_code != 0:
         return []
     return sorted(line[3:] for line in proc.stdout.splitlines() if len(line) > 3)
@@ -37,9 +38,11 @@ def changed_files(cwd: Path) -> list[str]:
 def _diff_text(cwd: Path) -> str | None:
     if not (cwd / ".git").exists():
         return None
-    diff = run_process(["git", "diff", "HEAD"], cwd=cwd, timeout_s=30, cap_bytes=5_000_000)
+    diff = run_process(
+        git_argv("diff", "--no-ext-diff", "HEAD"), cwd=cwd, timeout_s=30, cap_bytes=5_000_000
+    )
     untracked = run_process(
-        ["git", "ls-files", "--others", "--exclude-standard"], cwd=cwd, timeout_s=30
+        git_argv("ls-files", "--others", "--exclude-standard"), cwd=cwd, timeout_s=30
     )
     return diff.stdout + "\0untracked:\n" + untracked.stdout
 
@@ -64,7 +67,7 @@ def ensure_repo(path: Path) -> None:
     """Fail early (before any claim) when `--use-worktree` cannot work here."""
     from worker.errors import UsageError
 
-    proc = run_process(["git", "rev-parse", "--git-dir"], cwd=path, timeout_s=30)
+    proc = run_process(git_argv("rev-parse", "--git-dir"), cwd=path, timeout_s=30)
     if proc.exit_code != 0:
         raise UsageError(f"--use-worktree needs a git repository; {path} is not one")
 
@@ -76,13 +79,12 @@ def branch_name(task_id: str) -> str:
 
 def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path, str]:
     """A worktree for the task on branch `worker/<task-id>` (reused when it exists)."""
-    from git import Repo
     from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
     from worker.errors import UsageError
 
     try:
-        repo = Repo(repo_dir)
+        main = repo(repo_dir)
     except (InvalidGitRepositoryError, NoSuchPathError) as exc:
         raise UsageError(f"--use-worktree needs a git repository; {repo_dir} is not one") from exc
     branch = branch_name(task_id)
@@ -90,11 +92,11 @@ def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path
     worktrees.mkdir(parents=True, exist_ok=True)
     try:
         if path.exists():
-            repo.git.worktree("remove", "--force", str(path))
-        if branch in [head.name for head in repo.heads]:
-            repo.git.worktree("add", str(path), branch)
+            main.git.worktree("remove", "--force", str(path))
+        if branch in [head.name for head in main.heads]:
+            main.git.worktree("add", str(path), branch)
         else:
-            repo.git.worktree("add", "-b", branch, str(path))
+            main.git.worktree("add", "-b", branch, str(path))
     except GitCommandError as exc:
         raise UsageError(f"cannot create a worktree for {task_id}: {exc.stderr.strip()}") from exc
     return path, branch
@@ -103,12 +105,11 @@ def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path
 def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
     """Commit what the agent left in the worktree, then remove the worktree; the branch stays.
     Returns True when a commit was made."""
-    from git import Repo
     from git.exc import GitCommandError
 
     committed = False
     try:
-        tree = Repo(path)
+        tree = repo(path)
         if tree.is_dirty(untracked_files=True):
             tree.git.add("-A")
             with tree.git.custom_environment(**_IDENTITY):
@@ -118,7 +119,7 @@ def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
         log.warning("could not commit the work in %s: %s", path, exc)
         return False  # keep the worktree: it holds unreported work
     try:
-        Repo(repo_dir).git.worktree("remove", "--force", str(path))
+        repo(repo_dir).git.worktree("remove", "--force", str(path))
     except GitCommandError as exc:
         log.warning("could not remove worktree %s: %s", path, exc)
     return committed

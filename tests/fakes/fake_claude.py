@@ -20,6 +20,10 @@ last one repeats). FAKE_CLAUDE_LOG: a JSONL file where each invocation appends
   crash      print this text on stderr and exit (`exit`, default 1) before any stream, as the
              CLI does for a bad flag or a missing login
   hang_after_text   print the assistant text, then sleep this many seconds (killed mid-answer)
+  files      [{"path", "text", "mode"}] files the agent writes (its Write tool), relative to
+             its working folder; `mode` in octal (e.g. "755")
+  big_line   print one assistant event this many bytes long, in pieces (a runaway output);
+             `big_lines` such events (default 1)
   replay     print the lines of this recorded stream-json file, then sleep `hang` seconds (if
              given) and exit with `exit`: a real CLI's stream, e.g. its API retries
 """
@@ -102,6 +106,10 @@ def main() -> int:
             "uuid": str(uuid.uuid4()),
         }
     )
+    for item in answer.get("files", []):
+        write_file(item)
+    for _ in range(int(answer.get("big_lines", 1)) if answer.get("big_line") else 0):
+        big_line(int(answer["big_line"]), session)
     for tool in answer.get("tools", []):
         tool_id = "toolu_" + uuid.uuid4().hex[:20]
         assistant(
@@ -218,6 +226,28 @@ def assistant(content, session, answer):
             "uuid": str(uuid.uuid4()),
         }
     )
+
+
+def write_file(item):
+    path = os.path.join(os.getcwd(), item["path"])
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(item["text"])
+    if "mode" in item:
+        os.chmod(path, int(item["mode"], 8))
+
+
+def big_line(size, session):
+    head = '{"type": "assistant", "session_id": "%s", "message": {"content": [{"type": "text", '
+    head = (head % session) + '"text": "'
+    sys.stdout.write(head)
+    piece = "x" * (1 << 20)
+    left = size - len(head) - 4
+    while left > 0:
+        sys.stdout.write(piece[: min(left, len(piece))])
+        left -= len(piece)
+    sys.stdout.write('"}]}}\n')
+    sys.stdout.flush()
 
 
 def emit(obj):

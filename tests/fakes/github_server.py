@@ -40,6 +40,16 @@ def user(login: str) -> dict[str, Any]:
     }
 
 
+_ROLES = ("read", "triage", "write", "maintain", "admin")
+_GRANTS = ("pull", "triage", "push", "maintain", "admin")
+
+
+def permissions(role: str) -> dict[str, bool]:
+    """The `permissions` object of a repository answer for a user with `role`."""
+    rank = _ROLES.index(role) if role in _ROLES else 0
+    return {grant: index <= rank for index, grant in enumerate(_GRANTS)}
+
+
 @dataclass
 class Fault:
     method: str
@@ -277,11 +287,10 @@ class FakeGitHub:
     ) -> tuple[int, Any, dict[str, str]]:
         full = repo["full_name"]
         if not rest:
-            return (
-                200,
-                {"full_name": full, "default_branch": repo["default_branch"], "private": False},
-                {},
-            )
+            answer = {"full_name": full, "default_branch": repo["default_branch"], "private": False}
+            # As on GitHub: what the token's user may do here.
+            answer["permissions"] = permissions(repo["collaborators"].get(login, "read"))
+            return 200, answer, {}
         if rest[0] == "collaborators" and len(rest) == 3:
             perm = repo["collaborators"].get(rest[1])
             if perm is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult
 from worker.proc import LineHandler, ProcResult, run_process
 
@@ -28,10 +29,15 @@ class AgentAdapter(Protocol):
 
 
 def run_streaming(
-    request: AgentRequest, argv: list[str], on_line: LineHandler, cap_bytes: int
+    request: AgentRequest,
+    argv: list[str],
+    on_line: LineHandler,
+    cap_bytes: int,
+    on_stderr: LineHandler | None = None,
 ) -> ProcResult:
-    """Run a streaming agent CLI for one request: the prompt on stdin, each line to `on_line`,
-    the request's timeout, log, stop event and start callback."""
+    """Run a streaming agent CLI for one request: the prompt on stdin, each line to `on_line`
+    (and each stderr line to `on_stderr`), the request's timeout, log, stop event and start
+    callback."""
     return run_process(
         argv,
         cwd=request.cwd,
@@ -42,6 +48,7 @@ def run_streaming(
         cap_bytes=cap_bytes,
         stop=request.stop,
         on_start=request.on_start,
+        on_stderr=on_stderr,
     )
 
 
@@ -73,7 +80,7 @@ class EventCollector:
         raise NotImplementedError
 
     def feed(self, line: str) -> str | None:
-        stop = self.take(self.normalise(line, self.index))
+        stop = self.take([clip_event(e) for e in self.normalise(line, self.index)])
         self.index += 1
         return stop
 

@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from worker.agents.base import EventHandler
+from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
 from worker.proc import run_process
 
@@ -43,7 +44,9 @@ class CommandAdapter:
             events: list[AgentEvent] = []
 
             def feed(line: str) -> str | None:
-                event = AgentEvent(EventKind.TEXT, len(events), text=line, raw_type="line")
+                event = clip_event(
+                    AgentEvent(EventKind.TEXT, len(events), text=line, raw_type="line")
+                )
                 events.append(event)
                 return on_event(event) if on_event is not None else None
 

@@ -11,7 +11,7 @@ from worker.agents.command import CommandAdapter
 from worker.agents.gemini import GeminiAdapter
 from worker.config import Settings
 from worker.errors import ConfigError
-from worker.modes import Mode
+from worker.modes import Mode, permission_args
 
 _ADAPTERS: dict[str, Callable[[Settings, Mode], AgentAdapter]] = {
     "claude": lambda s, m: ClaudeAdapter(s.claude_bin, cap_bytes=s.output_cap_bytes),
@@ -32,10 +32,4 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     return factory(settings, mode)
 
 
-def permission_args(mode: Mode) -> tuple[str, ...]:
-    args: list[str] = []
-    if mode.agent == "claude" and mode.permission_mode:
-        args += ["--permission-mode", mode.permission_mode]
-    elif mode.agent == "gemini" and mode.permission_mode:
-        args += ["--approval-mode", mode.permission_mode]
-    return (*args, *mode.extra_args)
+__all__ = ["adapter_for", "permission_args"]

@@ -56,12 +56,26 @@ def validate(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a modes file: schema, known trigger modes, no escalation cycles (exit 78 if not)."""
+    """Check a modes file: schema, known trigger modes, no escalation cycles, each
+    permissionMode one its agent accepts (exit 78 if not). Lists the allowed values."""
+    from worker.modes import PERMISSION_MODES
+
     modes = _load(workspace, file)
+    allowed = {agent: list(values) for agent, values in PERMISSION_MODES.items()}
     if as_json:
-        ui.print_json({"valid": True, "source": modes.source, "modes": list(modes.modes)})
-    else:
-        ui.line(f"ok: {len(modes.modes)} modes in {modes.source}")
+        ui.print_json(
+            {
+                "valid": True,
+                "source": modes.source,
+                "modes": list(modes.modes),
+                "permission_modes": allowed,
+            }
+        )
+        return
+    ui.line(f"ok: {len(modes.modes)} modes in {modes.source}")
+    ui.line("permissionMode values per agent:")
+    for agent, values in allowed.items():
+        ui.line(f"  {agent}: {', '.join(values)}")
 
 
 def register(root: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +11,7 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
-from worker.daemon.schedule import Kind, Target, render
+from worker.daemon.schedule import Kind, Target, render, schedule_env
 
 
 def schedule_command(
@@ -26,9 +27,10 @@ def schedule_command(
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a crontab line, systemd units or a Task Scheduler XML for this workspace."""
+    """Print a crontab line, systemd units or a Task Scheduler XML for this workspace. They
+    carry this shell's PATH and WORKER_* variables (never a secret: those are left out)."""
     settings = settings_for(workspace)
-    result = render(kind, target, settings, python=sys.executable)
+    result = render(kind, target, settings, python=sys.executable, env=schedule_env(os.environ))
     data = {"kind": result.kind.value, "target": result.target.value, "files": result.files}
     ui.emit(data, as_json, _render)
 

@@ -70,6 +70,13 @@ def _last(run: dict[str, Any] | None) -> str:
 
 
 def _render(data: dict[str, Any]) -> None:
+    state = data["state"]
+    ui.line(f"state: {state['state_dir']}")
+    ui.line(f"inbox: {state['inbox_dir']}")
+    for key in state["in_workspace"]:
+        ui.warn(f"{key} lies inside the workspace: the agent can write there")
+    if state["legacy_state"]:
+        ui.warn(f"old state folder {state['legacy_state']}: the next run moves it")
     _running(data)
     _render_claims(data["claims"])
     _waiting(data)

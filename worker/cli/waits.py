@@ -1,4 +1,4 @@
-"""`worker waits list|show|approve|reject|cancel|prune`."""
+"""`worker waits list|show|approve|reject|cancel|adopt|prune`."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ def _render_show(data: dict[str, Any]) -> None:
             ui.line(f"{key}: {data[key]}")
     for note in data["notes"]:
         ui.line(
-            f"note {note['file']}: {note['kind']} by {note.get('by') or 'local user'}: "
+            f"note {note['file']}: {note['kind']} by {note.get('by') or 'local user'} "
+            f"({note.get('origin') or 'origin unknown'}): "
             f"{note['text'][:200]}"
         )
     for event in data["log"][:20]:
@@ -155,6 +156,20 @@ def cancel_command(
 
     data = cancel(settings_for(workspace), ident, reason)
     ui.emit(data, as_json, lambda d: ui.line(f"cancelled {d['task_id']}: {d['reason']}"))
+
+
+@app.command("adopt")
+def adopt_command(
+    file: Annotated[str, typer.Argument(help="The wait-state file's name in wait_states/.")],
+    workspace: WorkspaceOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Take a wait-state file worker did not write (the specification's tool, a copy) as a
+    wait. Files worker did not write are otherwise refused: an agent could write one."""
+    from worker.waits.service import adopt
+
+    data = adopt(settings_for(workspace), file)
+    ui.emit(data, as_json, lambda d: ui.line(f"{d['file']} adopted as the wait of {d['task_id']}"))
 
 
 @app.command("prune")

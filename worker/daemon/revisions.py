@@ -19,6 +19,7 @@ from pathlib import Path
 import worker
 from worker.config import Settings
 from worker.daemon.health import REVISION_ENV
+from worker.gitsafe import git_argv
 from worker.proc import redact, run_process
 
 _DONE = ".worker-snapshot-complete"
@@ -39,7 +40,7 @@ def find_repo(settings: Settings) -> Path | None:
 def head(repo: Path) -> str | None:
     """The commit checked out in `repo`, or None (no commits yet, not a repository)."""
     result = run_process(
-        ["git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+        git_argv("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
         cwd=repo,
         timeout_s=_GIT_TIMEOUT_S,
     )
@@ -62,7 +63,7 @@ def export(repo: Path, rev: str, dest: Path) -> str | None:
     partial.mkdir(parents=True)
     try:
         result = run_process(
-            ["git", "archive", "--format=tar", "-o", str(archive), rev],
+            git_argv("archive", "--format=tar", "-o", str(archive), rev),
             cwd=repo,
             timeout_s=_GIT_TIMEOUT_S * 5,
         )

@@ -13,7 +13,8 @@ import math
 import re
 import shlex
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,9 +42,62 @@ class Schedule:
     files: dict[str, str]  # file name -> content; cron has one pseudo-file, "crontab"
 
 
-def render(kind: Kind, target: Target, settings: Settings, python: str) -> Schedule:
+# A variable whose name says it holds a secret, or whose value is a URL with a password in it
+# (`WORKER_FLEET__DATABASE_URL`), never goes into a schedule (a crontab, a unit file and a task
+# XML are readable files): it stays in the environment file or the profile.
+_SECRET_NAME = re.compile(
+    r"(?i)token|secret|password|passwd|api_?key|credential|private|database_url|dsn"
+)
+_URL_PASSWORD = re.compile(r"://[^/\s@]*:[^/\s@]*@")
+
+
+@dataclass(frozen=True)
+class ScheduleEnv:
+    """What a scheduled run sees: the user's PATH (cron's own is /usr/bin:/bin, where agent
+    CLIs installed by npm are not) and the WORKER_* variables set now, less the secrets."""
+
+    variables: dict[str, str] = field(default_factory=dict)
+    left_out: tuple[str, ...] = ()  # names of secrets not written
+
+    def comment(self, prefix: str = "#") -> list[str]:
+        if not self.variables and not self.left_out:
+            return []
+        lines = [
+            f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran with,"
+            " never a secret."
+        ]
+        if self.left_out:
+            lines.append(
+                f"{prefix} Left out as secrets (set them where the run's environment comes from):"
+                f" {', '.join(self.left_out)}"
+            )
+        return lines
+
+
+def schedule_env(env: Mapping[str, str]) -> ScheduleEnv:
+    variables: dict[str, str] = {}
+    left_out: list[str] = []
+    if env.get("PATH"):
+        variables["PATH"] = env["PATH"]
+    for name in sorted(env):
+        if not name.startswith("WORKER_"):
+            continue
+        if _SECRET_NAME.search(name) or _URL_PASSWORD.search(env[name]):
+            left_out.append(name)
+        else:
+            variables[name] = env[name]
+    return ScheduleEnv(variables, tuple(left_out))
+
+
+def render(
+    kind: Kind,
+    target: Target,
+    settings: Settings,
+    python: str,
+    env: ScheduleEnv | None = None,
+) -> Schedule:
     renderer = {Kind.CRON: _cron, Kind.SYSTEMD: _systemd, Kind.WINDOWS: _windows}[kind]
-    return Schedule(kind, target, renderer(target, settings, python))
+    return Schedule(kind, target, renderer(target, settings, python, env or ScheduleEnv()))
 
 
 def _slug(workspace: Path) -> str:
@@ -55,12 +109,14 @@ def _argv(target: Target, settings: Settings, python: str) -> list[str]:
 
 
 # -- cron -------------------------------------------------------------------------------------
-def _cron(target: Target, settings: Settings, python: str) -> dict[str, str]:
+def _cron(target: Target, settings: Settings, python: str, env: ScheduleEnv) -> dict[str, str]:
+    assignments = "".join(f"{name}={shlex.quote(value)} " for name, value in env.variables.items())
+
     def line(when: str) -> str:
         logs = settings.logs
         command = (
             f"cd {shlex.quote(str(settings.workspace))} && mkdir -p {shlex.quote(str(logs))}"
-            f" && {shlex.join(_argv(target, settings, python))}"
+            f" && {assignments}{shlex.join(_argv(target, settings, python))}"
             f" >> {shlex.quote(str(logs / f'cron-{target.value}.log'))} 2>&1"
         )
         return f"{when} {command.replace('%', chr(92) + '%')}"  # cron reads % as a newline
@@ -69,6 +125,7 @@ def _cron(target: Target, settings: Settings, python: str) -> dict[str, str]:
         f"# worker {target.value} for {settings.workspace} (install: crontab -e, paste below)",
         "# Secrets (WORKER_GITHUB_TOKEN, ANTHROPIC_API_KEY) go in the crontab's environment",
         "# lines or the user's profile, never in worker.toml.",
+        *env.comment(),
     ]
     if target is Target.RUN:
         minutes = max(1, math.ceil(settings.daemon.interval_s / 60))
@@ -83,7 +140,7 @@ def _cron(target: Target, settings: Settings, python: str) -> dict[str, str]:
 
 
 # -- systemd (user units: no root needed) ----------------------------------------------------
-def _systemd(target: Target, settings: Settings, python: str) -> dict[str, str]:
+def _systemd(target: Target, settings: Settings, python: str, env: ScheduleEnv) -> dict[str, str]:
     d = settings.daemon
     name = f"worker-{target.value}-{_slug(settings.workspace)}"
     ws = str(settings.workspace)
@@ -102,6 +159,11 @@ def _systemd(target: Target, settings: Settings, python: str) -> dict[str, str]:
         "Type=oneshot" if target is Target.RUN else "Type=simple",
         f"WorkingDirectory={_systemd_quote(ws)}",
         f"ExecStart={exec_start}",
+        *env.comment(),
+        *(
+            "Environment=" + _systemd_quote(f"{name}={value}", always=True)
+            for name, value in env.variables.items()
+        ),
         "# Secrets come from the environment only: KEY=value lines in this file.",
         "EnvironmentFile=-%h/.config/worker/env",
         "Restart=on-failure",
@@ -137,9 +199,9 @@ def _systemd(target: Target, settings: Settings, python: str) -> dict[str, str]:
     return {f"{name}.service": "\n".join(unit) + "\n", f"{name}.timer": "\n".join(timer) + "\n"}
 
 
-def _systemd_quote(part: str) -> str:
+def _systemd_quote(part: str, always: bool = False) -> str:
     part = part.replace("%", "%%")  # systemd expands % specifiers
-    if re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", part):
+    if not always and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", part):
         return part
     return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -153,10 +215,16 @@ def _steps(base: float, cap: float) -> int:
 
 
 # -- Windows Task Scheduler --------------------------------------------------------------------
-def _windows(target: Target, settings: Settings, python: str) -> dict[str, str]:
+def _windows(target: Target, settings: Settings, python: str, env: ScheduleEnv) -> dict[str, str]:
     d = settings.daemon
     ws = str(settings.workspace)
+    command = python
     args = subprocess.list2cmdline(_argv(target, settings, python)[1:])  # the C runtime's rules
+    if env.variables:
+        # Task Scheduler's Exec action has no environment of its own: cmd.exe sets it first.
+        sets = "".join(f'set "{name}={value}"&& ' for name, value in env.variables.items())
+        command, args = "cmd.exe", f"/d /c {sets}{subprocess.list2cmdline([python])} {args}"
+    notes = "".join("\n     " + line.lstrip("# ") for line in env.comment())
     if target is Target.RUN:
         trigger = (
             "    <TimeTrigger>\n"
@@ -174,7 +242,7 @@ def _windows(target: Target, settings: Settings, python: str) -> dict[str, str]:
         limit = "PT0S"  # no limit: it is meant to run for ever
     xml = f"""<?xml version="1.0" encoding="UTF-16"?>
 <!-- worker {target.value} for {escape(ws)}. Install: save as UTF-16 (PowerShell's > does),
-     then: schtasks /Create /TN "worker {target.value}" /XML task.xml -->
+     then: schtasks /Create /TN "worker {target.value}" /XML task.xml{escape(notes)} -->
 <Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
   <RegistrationInfo>
     <Description>worker {target.value} for {escape(ws)}</Description>
@@ -202,7 +270,7 @@ def _windows(target: Target, settings: Settings, python: str) -> dict[str, str]:
   </Settings>
   <Actions Context="Author">
     <Exec>
-      <Command>{escape(python)}</Command>
+      <Command>{escape(command)}</Command>
       <Arguments>{escape(args)}</Arguments>
       <WorkingDirectory>{escape(ws)}</WorkingDirectory>
     </Exec>

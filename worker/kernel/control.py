@@ -1,7 +1,8 @@
 """Control orders: stop, cancel, pause or resume a task, whatever flow it is in.
 
 Where orders come from, all read into `ControlOrder`:
-- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`);
+- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`),
+  obeyed only when the CLI wrote exactly it (`worker.waits.authored`);
 - the inbox: a message addressed to this machine with `"kind": "control"`, `"action":
   "stop|cancel|pause|resume"` and `"task": "<task-id>"`, or a message whose subject is exactly
   `STOP <task-id>` (or CANCEL, PAUSE, RESUME, upper case);
@@ -15,7 +16,6 @@ An order is consumed once obeyed: its file moves to `done/` beside it with the o
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 import uuid
@@ -30,6 +30,7 @@ from worker.config import Settings
 from worker.fsutil import atomic_write_text, json_files, quarantine
 from worker.kernel.model import ALL_TASKS, ControlOrder, Order
 from worker.sources.message import Message, addressed_messages
+from worker.waits import authored
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +70,14 @@ def write_order(
             "action": order,
             "task": task_id,
             "reason": reason,
-            "from": sender or os.environ.get("USER", "cli"),
+            "from": sender or authored.os_user(),
             "createdAt": stamp,
         }
     )
     path = control_dir(settings) / f"{data.id}.json"
-    atomic_write_text(path, data.model_dump_json(by_alias=True, indent=2) + "\n")
+    text = data.model_dump_json(by_alias=True, indent=2) + "\n"
+    authored.sign(settings, text.encode("utf-8"), "control")  # before the file can be seen
+    atomic_write_text(path, text)
     return _from_file(data, path)
 
 
@@ -129,7 +132,7 @@ def read_orders(
     from worker.kernel import intercom_orders
 
     listed = settings.waits.approvers if approvers is None else approvers
-    orders = _from_control_dir(control_dir(settings))
+    orders = _from_control_dir(settings, control_dir(settings))
     orders += _from_inbox(settings, listed)
     orders += intercom_orders.read(settings, listed)
     if dry_run:
@@ -146,11 +149,19 @@ def read_orders(
     return orders
 
 
-def _from_control_dir(folder: Path) -> list[ControlOrder]:
-    orders = []
-    for path in json_files(folder):
+def _from_control_dir(settings: Settings, folder: Path) -> list[ControlOrder]:
+    """The orders `worker cancel` wrote; any other file there is refused (`NOTE_UNSIGNED`)."""
+    orders: list[ControlOrder] = []
+    files = json_files(folder)
+    signed = authored.signed(settings) if files else set()  # the watcher asks every second
+    for path in files:
         try:
-            orders.append(_from_file(OrderFile.model_validate_json(path.read_bytes()), path))
+            raw = path.read_bytes()
+            if authored.digest(raw) not in signed:
+                log.warning("control order %s", authored.refusal(path.name))
+                quarantine(path, folder / "rejected", authored.refusal(path.name))
+                continue
+            orders.append(_from_file(OrderFile.model_validate_json(raw), path))
         except FileNotFoundError:
             continue
         except (OSError, ValidationError) as exc:

@@ -102,13 +102,14 @@ def cancel_wait(
 ) -> str:
     """Move the wait state aside (`<wait_states>/cancelled/`), release its claim, tell the
     task's source. The file is kept: it holds the session to come back to."""
+    from worker.waits import record
     from worker.waits.phase0 import task_of
-    from worker.waits.state import load_wait_state
 
     path: Path = action.ref
-    state = load_wait_state(path)
+    state = record.recorded_state(settings, path, store)
     task = task_of(state)
     quarantine(path, settings.wait_states / "cancelled", f"{action.reason}: {action.detail}")
+    record.forget(settings, path, store)
     if store.claim_of(task.id) is not None:
         store.release_claim(task.id, Outcome.CANCELLED.value)
     source = sources.get(task.source)

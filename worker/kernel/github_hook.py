@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from worker.config import Settings
-from worker.errors import MalformedInput
 from worker.kernel import control
 from worker.kernel.model import ControlOrder
 from worker.sources.github_client import GitHubClient, make_client
 from worker.sources.github_selection import parse_task_id, task_id
 from worker.store import Store
+from worker.waits import record
 from worker.waits.github_look import iso, parse, whole
-from worker.waits.state import WaitState, load_wait_state, wait_state_files
+from worker.waits.state import WaitState, wait_state_files
 
 log = logging.getLogger(__name__)
 
@@ -207,11 +207,8 @@ def stakes(settings: Settings, store: Store) -> list[Stake]:
     )
     for row in rows:
         add(parse_task_id(str(row[0])), float(row[1]))
-    for path in wait_state_files(settings.wait_states):
-        try:
-            state = load_wait_state(path)
-        except MalformedInput:
-            continue  # phase 0 moves it aside with its reason
+    # Only the waits worker recorded; phase 0 sets the other files aside with their reason.
+    for _, state in record.trusted(settings, wait_state_files(settings.wait_states), store):
         if state.source == "github":
             add(_issue_of(state), state.since.timestamp())
     return [

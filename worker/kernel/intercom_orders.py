@@ -23,15 +23,15 @@ from worker.errors import MalformedInput
 from worker.fsutil import json_files, subfolders
 from worker.kernel.control import may_order, order_of_text
 from worker.kernel.model import ControlOrder, Order
-from worker.waits import intercom
+from worker.waits import authored, intercom, record
 from worker.waits.intercom import Note
-from worker.waits.state import load_wait_state
 
 log = logging.getLogger(__name__)
 
 LOCAL_USER = "the local user"
 # `"text": "/...`, also with a JSON-escaped slash (`"\/pause"`) or leading blanks.
 _NEEDLE = re.compile(rb'"text"\s*:\s*"(?:\s|\\[nrt])*\\?/')
+_REFUSED: set[Path] = set()
 
 
 def note_order(note: Note) -> tuple[Order, str] | None:
@@ -43,9 +43,14 @@ def read(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
     """Every unread order note. The local user (a note without `by`) may give any order; a
     named sender follows `control.may_order`, as in the inbox."""
     orders = []
+    signed: set[str] | None = None  # read once, and only when an order-like note is there
     for folder in subfolders(intercom.root(settings)):
         for path in json_files(folder):
-            note = _order_note(path)
+            raw = _order_bytes(path)
+            if raw is None:
+                continue
+            signed = authored.signed(settings) if signed is None else signed
+            note = _order_note(path, raw, signed)
             if note is None:
                 continue
             found = note_order(note)
@@ -70,12 +75,22 @@ def read(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
     return orders
 
 
-def _order_note(path: Path) -> Note | None:
+def _order_bytes(path: Path) -> bytes | None:
+    """The file's bytes when they may hold an order."""
     try:
         raw = path.read_bytes()
     except OSError:
         return None  # consumed meanwhile
-    if not _NEEDLE.search(raw):
+    return raw if _NEEDLE.search(raw) else None
+
+
+def _order_note(path: Path, raw: bytes, signed: set[str]) -> Note | None:
+    """The note, when worker's CLI wrote exactly these bytes; a file that merely appeared in
+    the folder is never an order."""
+    if authored.digest(raw) not in signed:
+        if path not in _REFUSED:  # the watcher looks every second: say it once
+            _REFUSED.add(path)
+            log.warning("intercom: %s", authored.refusal(path.name))
         return None
     try:
         return Note.model_validate_json(raw)
@@ -86,6 +101,6 @@ def _order_note(path: Path) -> Note | None:
 def _waiting_task(settings: Settings, folder: Path) -> str:
     """A hand-written note without `task_id`: the task whose wait-state file names the folder."""
     try:
-        return load_wait_state(settings.wait_states / f"{folder.name}.json").task_id
+        return record.recorded_state(settings, settings.wait_states / f"{folder.name}.json").task_id
     except MalformedInput:
         return ""

@@ -12,13 +12,13 @@ import time
 from datetime import UTC, datetime
 
 from worker.config import Settings
-from worker.errors import MalformedInput
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Order, ReplySignal, Snapshot, StaleItem, WaitingFlow
 from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
-from worker.waits.state import load_wait_state, wait_state_files
+from worker.waits import record
+from worker.waits.state import wait_state_files
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +63,8 @@ def waiting_flows(settings: Settings, skip: set[str]) -> list[WaitingFlow]:
     from worker.waits.phase0 import task_of
 
     flows = []
-    for path in wait_state_files(settings.wait_states):
-        try:
-            state = load_wait_state(path)
-        except MalformedInput:
-            continue  # phase 0 moves it aside with its reason
+    # Only the waits worker recorded; phase 0 sets the other files aside with their reason.
+    for path, state in record.trusted(settings, wait_state_files(settings.wait_states)):
         if state.task_id in skip:
             continue
         last = state.last_active_at or state.timestamp

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from worker.gitsafe import git_argv
 from worker.proc import run_process
 
 _GIT_TIMEOUT_S = 60.0
@@ -22,7 +23,7 @@ class Changes:
 
 
 def _git(cwd: Path, *args: str) -> str | None:
-    proc = run_process(["git", *args], cwd=cwd, timeout_s=_GIT_TIMEOUT_S, cap_bytes=400_000)
+    proc = run_process(git_argv(*args), cwd=cwd, timeout_s=_GIT_TIMEOUT_S, cap_bytes=400_000)
     return proc.stdout if proc.exit_code == 0 else None
 
 

@@ -6,21 +6,18 @@ still lets the labels show the end state; what failed is raised at the end as on
 
 from __future__ import annotations
 
-import os
+import contextlib
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from worker.config import Settings
+from worker.gitsafe import git_argv, push_credentials
 from worker.models import Outcome, Task, TaskResult
-from worker.proc import redact, run_process
+from worker.proc import child_env, redact, run_process
 from worker.sources.github_claims import create_once, find_own, marker, parse_claims
 from worker.sources.github_client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github_report import end_label, result_body
 from worker.sources.github_settings import GitHubSettings
-
-# A credential helper that reads the token from the environment of the git process: the
-# token is never on a command line, in a file, or in a log.
-_HELPER = '!f() { echo username=x-access-token; echo "password=$WORKER_GIT_TOKEN"; }; f'
 
 
 def report_to_issue(
@@ -129,25 +126,13 @@ def _write_status(
 def push_branch(
     settings: GitHubSettings, workspace: Any, branch: str, token: str | None
 ) -> str | None:
-    """Push `branch` to the workspace's remote; returns an error text, None when pushed."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    if token:
-        env.update(
-            {
-                "GIT_CONFIG_COUNT": "2",
-                "GIT_CONFIG_KEY_0": "credential.helper",
-                "GIT_CONFIG_VALUE_0": "",
-                "GIT_CONFIG_KEY_1": "credential.helper",
-                "GIT_CONFIG_VALUE_1": _HELPER,
-                "WORKER_GIT_TOKEN": token,
-            }
-        )
-    proc = run_process(
-        ["git", "push", settings.remote, f"{branch}:refs/heads/{branch}"],
-        cwd=workspace,
-        timeout_s=300,
-        env=env,
-    )
+    """Push `branch` to the workspace's remote; returns an error text, None when pushed.
+    The token reaches git only through a one-shot credential helper (`worker.gitsafe`)."""
+    env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
+    args = ["push", settings.remote, f"{branch}:refs/heads/{branch}"]
+    with contextlib.ExitStack() as stack:
+        config = stack.enter_context(push_credentials(token, git_host(settings))) if token else []
+        proc = run_process(git_argv(*config, *args), cwd=workspace, timeout_s=300, env=env)
     if proc.exit_code == 0:
         return None
     tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
@@ -205,3 +190,10 @@ def remove_label(client: GitHubClient, repo: str, number: int, label: str) -> No
     except GitHubError as exc:
         if exc.status != 404:  # not there: nothing to remove
             raise
+
+
+def git_host(settings: GitHubSettings) -> str:
+    """The host a push may authenticate to: github.com for the public API, else the
+    Enterprise host of `base_url` (`https://HOST/api/v3`)."""
+    host = urlsplit(settings.base_url).hostname or ""
+    return "github.com" if host == "api.github.com" else host

@@ -202,6 +202,8 @@ class InboxSource:
                 f"inbox folder {self.root}: cannot create {self.claimed.name}/ to claim "
                 f"messages ({exc.strerror or exc}); give this user write access"
             ) from exc
+        if task.ref.get("origin") != "done" and not (self.root / name).exists():
+            return False  # taken since the listing (by a run sharing the inbox): not ours
         if not self.store.claim(
             task.id,
             self.name,

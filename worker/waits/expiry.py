@@ -16,6 +16,7 @@ from worker.fsutil import quarantine
 from worker.models import Outcome, TaskResult
 from worker.sources.base import TaskSource
 from worker.store import Store
+from worker.waits import record
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import WaitState, task_of
 
@@ -59,6 +60,7 @@ def end_wait(
                 ledger.log(task.id, WaitCode.WAIT_EXPIRY_REPORT_FAILED, str(exc), once=True)
             return False
     quarantine(path, settings.wait_states / outcome.value, f"{code}: {reason}")
+    record.forget(settings, path, store)
     if store is not None:
         store.release_claim(task.id, outcome.value)
     if ledger is not None:

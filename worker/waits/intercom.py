@@ -1,9 +1,10 @@
 """The local intercom: notes for one task in `<state>/intercom/<task-file-stem>/*.json`.
 
 A note is a message (`worker intercom send`), an approval or a rejection (`worker waits
-approve|reject`), or a file written by hand in the same format. Writes are atomic; a note that
-cannot be read is moved to `rejected/` with its reason; a note is moved to `done/` once the
-run that received it has ended.
+approve|reject`). It carries its origin (`cli:<OS user>`), and only a note whose exact bytes
+the CLI recorded counts (`worker.waits.authored`): a file written there by anything else is
+moved to `rejected/` with `NOTE_UNSIGNED`, as is a note that cannot be read. Writes are
+atomic; a note is moved to `done/` once the run that received it has ended.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.config import Settings
 from worker.fsutil import atomic_write_text, json_files, quarantine
+from worker.waits import authored
 from worker.waits.state import file_name
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class Note(BaseModel):
     kind: Kind = "message"
     text: str = ""
     by: str | None = None  # None: the local user at this machine's terminal
+    origin: str | None = None  # `cli:<OS user>`: the channel that wrote it, and who ran it
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     def at(self) -> datetime:
@@ -62,33 +65,53 @@ def write_note(
 ) -> Path:
     """Write one note into `folder` (default: the folder of the task's own wait-state name;
     a waiting task's folder is named like its file, which the spec's tool may name freely)."""
-    note = Note(task_id=task_id, kind=kind, text=text, by=by)
+    note = Note(task_id=task_id, kind=kind, text=text, by=by, origin=authored.origin())
     stamp = note.created_at.strftime("%Y%m%dT%H%M%S%f")
     path = (folder or folder_for(settings, task_id)) / f"{stamp}-{note.id}.json"
     Note.model_validate_json(note.model_dump_json())  # validate what we write
-    atomic_write_text(path, note.model_dump_json(indent=2) + "\n")
+    text = note.model_dump_json(indent=2) + "\n"
+    authored.sign(settings, text.encode("utf-8"), kind)  # before the file can be seen
+    atomic_write_text(path, text)
     return path
 
 
-def read_notes(folder: Path, quarantine_bad: bool = True) -> list[tuple[Path, Note]]:
-    """The unread notes of one folder, oldest first; bad ones moved aside (or skipped)."""
+def read_notes(
+    settings: Settings, folder: Path, quarantine_bad: bool = True
+) -> list[tuple[Path, Note]]:
+    """The unread notes of one folder written by worker's CLI, oldest first; other files
+    moved aside with their reason (or skipped)."""
     if not folder.is_dir():
         return []
     found = []
+    signed = authored.signed(settings)
     for path in json_files(folder):
         try:
-            note = Note.model_validate_json(path.read_bytes())
+            note, problem = _read(path, signed)
         except FileNotFoundError:
+            continue  # consumed meanwhile
+        if note is not None:
+            found.append((path, note))
             continue
-        except (OSError, ValidationError) as exc:
-            reason = f"{path.name}: not an intercom note: {_short(exc)}"
-            log.warning("intercom: %s", reason)
-            if quarantine_bad:
-                quarantine(path, folder / "rejected", reason)
-            continue
-        found.append((path, note))
+        log.warning("intercom: %s", problem)
+        if quarantine_bad:
+            quarantine(path, folder / "rejected", problem)
     found.sort(key=lambda item: (item[1].at(), item[0].name))
     return found
+
+
+def _read(path: Path, signed: set[str]) -> tuple[Note | None, str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return None, f"{path.name}: cannot read it: {exc.strerror}"
+    if authored.digest(raw) not in signed:
+        return None, authored.refusal(path.name)
+    try:
+        return Note.model_validate_json(raw), ""
+    except ValidationError as exc:
+        return None, f"{path.name}: not an intercom note: {_short(exc)}"
 
 
 def consume(paths: list[Path]) -> int:

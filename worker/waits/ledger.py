@@ -1,8 +1,9 @@
 """What phase 0 remembers between runs, in SQLite: when each wait was last checked, the
 answer found for it, what to consume once it has been resumed, and a log of reason codes.
 
-The wait-state files stay the one source of truth for *what* waits; a row here belongs to one
-wait instance (file name + the wait's timestamp) and is dropped when that instance is gone.
+What waits is worker's record of each wait (`wait_records`, see `worker.waits.record`); a
+row of `wait_checks` belongs to one wait instance (file name + the wait's timestamp) and is
+dropped when that instance is gone.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class WaitCode(StrEnum):
     NOTE_REJECTED = "NOTE_REJECTED"
     APPROVAL_NOTED = "APPROVAL_NOTED"  # written by `worker waits approve|reject`
     MESSAGE_NOTED = "MESSAGE_NOTED"  # written by `worker intercom send`
+    WAIT_STATE_UNRECORDED = "WAIT_STATE_UNRECORDED"  # a file worker did not write: refused
+    WAIT_STATE_EDITED = "WAIT_STATE_EDITED"  # a file changed outside worker: edit ignored
+    WAIT_ADOPTED = "WAIT_ADOPTED"  # a file taken as a wait by `worker waits adopt`
+    NOTE_UNSIGNED = "NOTE_UNSIGNED"  # an intercom file not written by worker's CLI: refused
 
 
 def _v1(db: sqlite3.Connection) -> None:
@@ -60,7 +65,25 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [_v1]
+def _v2(db: sqlite3.Connection) -> None:
+    """worker's record of every live wait state (`worker.waits.record`), by file name. A
+    database that has seen waits before (an upgrade) adopts the files present once."""
+    db.executescript(
+        """
+        CREATE TABLE wait_records (
+            file TEXT PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            saved_at REAL NOT NULL
+        );
+        CREATE TABLE wait_records_seed (pending INTEGER NOT NULL);
+        INSERT INTO wait_records_seed SELECT 1
+            WHERE EXISTS (SELECT 1 FROM wait_log) OR EXISTS (SELECT 1 FROM wait_checks);
+        """
+    )
+
+
+MIGRATIONS = [_v1, _v2]
 
 
 @dataclass

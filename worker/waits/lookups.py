@@ -24,7 +24,9 @@ class Lookups:
         """The unread intercom notes of the task whose wait-state file is `path`."""
         folder = intercom.root(self.settings) / path.stem
         if folder not in self._notes:
-            self._notes[folder] = intercom.read_notes(folder, quarantine_bad=not self.dry_run)
+            self._notes[folder] = intercom.read_notes(
+                self.settings, folder, quarantine_bad=not self.dry_run
+            )
         return self._notes[folder]
 
     def replies_to(self, state: WaitState) -> list[tuple[Path, Message]]:

@@ -1,10 +1,11 @@
 """Phase 0: before anything new, expire stale waits and find those whose condition is met.
 
-Order of one pass: read the files (an unreadable one is moved to `rejected/` with its reason;
-the others still count), settle the waits resumed by an earlier run (consume their answers),
-expire those past their expiry (reported to their source), then ask each condition about its
-waits in one batched look. A remote look at a wait happens at most every
-`recheck_interval_s`; an answer found once is kept until the wait is resumed.
+Order of one pass: read the waits as worker recorded them (a file worker did not write, or
+one edited since, is moved to `rejected/` with its reason; the others still count), settle
+the waits resumed by an earlier run (consume their answers), expire those past their expiry
+(reported to their source), then ask each condition about its waits in one batched look. A
+remote look at a wait happens at most every `recheck_interval_s`; an answer found once is
+kept until the wait is resumed.
 """
 
 from __future__ import annotations
@@ -14,20 +15,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from worker.config import Settings
-from worker.errors import MalformedInput
-from worker.fsutil import quarantine
 from worker.platform.process import alive
 from worker.scheduling import ReadyWait
 from worker.store import Store
-from worker.waits import intercom
+from worker.waits import intercom, record
 from worker.waits.conditions import CheckContext, Verdict, Waiting, registry
 from worker.waits.expiry import expire
 from worker.waits.github_checks import issue_of
 from worker.waits.github_look import ClientLook, GitHubLook
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.lookups import Lookups
-from worker.waits.state import WaitState, load_wait_state, task_of, wait_state_files
+from worker.waits.state import WaitState, task_of, wait_state_files
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def scan(
     result = WaitScan()
     ledger = Ledger(store) if store is not None and not dry_run else None
     rows = ledger.checks() if ledger is not None else {}
-    loaded = _load(settings, result, dry_run)
+    loaded = _load(settings, store, result, dry_run)
     if ledger is not None:
         result.consumed = _settle(ledger, rows, loaded)
     expired = [(p, s) for p, s in loaded if s.expiry(settings.waits.expiry_days) <= now]
@@ -96,16 +97,31 @@ def scan(
     return result
 
 
-def _load(settings: Settings, result: WaitScan, dry_run: bool) -> list[tuple[Path, WaitState]]:
+def _load(
+    settings: Settings, store: Store | None, result: WaitScan, dry_run: bool
+) -> list[tuple[Path, WaitState]]:
+    """The waits as worker recorded them. A file it did not write, or one that was edited, is
+    set aside with its reason (the recorded wait written back); an unreadable one too."""
+    ledger = Ledger(store) if store is not None and not dry_run else None
+    if ledger is not None:
+        for name in record.adopt_on_upgrade(settings, ledger.store):
+            ledger.log(Path(name).stem, WaitCode.WAIT_ADOPTED, f"{name} at the upgrade")
+    records = record.recorded(settings, store)
     loaded = []
     for path in wait_state_files(settings.wait_states):
         try:
-            loaded.append((path, load_wait_state(path)))
-        except MalformedInput as exc:
-            result.errors.append(str(exc))
-            log.warning("wait state %s", exc)
+            state, problem = record.check(path, records)
+        except ValidationError as exc:  # a record of an older, incompatible format
+            state, problem = None, f"{path.name}: unreadable record: {exc.error_count()} errors"
+        if problem is not None:
+            result.errors.append(problem)
             if not dry_run:
-                quarantine(path, settings.wait_states / "rejected", str(exc))
+                record.enforce(path, records, problem)
+            if ledger is not None:
+                code = WaitCode.WAIT_STATE_EDITED if state else WaitCode.WAIT_STATE_UNRECORDED
+                ledger.log(state.task_id if state else path.stem, code, problem)
+        if state is not None:
+            loaded.append((path, state))
     return loaded
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.models import StatusBlock, Task
-from worker.waits.state import WaitContext, WaitState, save_wait_state
+from worker.waits.record import save_wait
+from worker.waits.state import WaitContext, WaitState
 from worker.waits.validate import parse_resume_when
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def save_agent_wait(
     elif codes:
         when = kind
     state.resume_when = when
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days), codes
+    return save_wait(settings, state), codes
 
 
 def save_usage_wait(
@@ -114,7 +115,7 @@ def save_usage_wait(
     state.wait_for = f"usage limit reset at {at.isoformat()}"
     extra = state.model_extra if state.model_extra is not None else {}
     extra["usageLimitHits"] = hits + 1
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+    return save_wait(settings, state)
 
 
 def save_pause(settings: Settings, point: WaitPoint, detail: str) -> Path:
@@ -123,4 +124,4 @@ def save_pause(settings: Settings, point: WaitPoint, detail: str) -> Path:
     state.reason = f"paused by an order: {detail}"
     state.wait_for = "a resume order"
     state.resume_brief = f"paused in {point.mode}: {point.task.title}"[:300]
-    return save_wait_state(settings.wait_states, state, settings.waits.expiry_days)
+    return save_wait(settings, state)

@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from worker import statedir
 from worker.config import Settings
-from worker.errors import MalformedInput, UsageError
+from worker.errors import UsageError
 from worker.locking import workspace_lock
 from worker.models import Outcome
 from worker.store import Store
-from worker.waits import intercom
+from worker.waits import authored, intercom, record
 from worker.waits.conditions import allowed_locally
 from worker.waits.expiry import end_wait
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
@@ -73,11 +74,13 @@ def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any
     rows, bad = [], []
     with _ledger(settings) as ledger:
         checks = ledger.checks() if ledger else {}
+        records = record.recorded(settings, ledger.store if ledger else None)
         for path in wait_state_files(settings.wait_states):
-            try:
-                rows.append(_row(path, load_wait_state(path), settings, checks, now))
-            except MalformedInput as exc:
-                bad.append(str(exc))
+            state, problem = record.check(path, records)
+            if state is not None:
+                rows.append(_row(path, state, settings, checks, now))
+            if problem is not None:
+                bad.append(problem)
     rows.sort(key=lambda r: r["since"])
     rejected = settings.wait_states / "rejected"
     count = len(list(rejected.glob("*.json"))) if rejected.is_dir() else 0
@@ -86,21 +89,31 @@ def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any
 
 def find(settings: Settings, ident: str) -> tuple[Path, WaitState]:
     """A wait by task id, file name or file stem; UsageError naming the known ones if none."""
-    candidates = [
-        settings.wait_states / ident,
-        settings.wait_states / f"{ident}.json",
-        settings.wait_states / file_name(ident),
-    ]
-    for path in candidates:
-        if path.is_file() and path.parent == settings.wait_states:
-            return path, load_wait_state(path)
-    for path in wait_state_files(settings.wait_states):
-        with contextlib.suppress(MalformedInput):
-            state = load_wait_state(path)
-            if state.task_id == ident:
-                return path, state
+    waits = record.trusted(settings, wait_state_files(settings.wait_states))
+    names = {ident, f"{ident}.json", file_name(ident)}
+    for path, state in waits:
+        if path.name in names:
+            return path, state
+    for path, state in waits:
+        if state.task_id == ident:
+            return path, state
     known = ", ".join(p.stem for p in wait_state_files(settings.wait_states)[:10]) or "none"
     raise UsageError(f"no wait state {ident!r} (waiting: {known}); see `worker waits list`")
+
+
+def adopt(settings: Settings, ident: str) -> dict[str, Any]:
+    """Take a wait-state file that worker did not write (the specification's own tool, a
+    file restored by hand) as a wait: the person at this terminal vouches for it."""
+    with _run_lock(settings) as store:
+        path = settings.wait_states / (ident if ident.endswith(".json") else f"{ident}.json")
+        if path.parent != settings.wait_states or not path.is_file():
+            raise UsageError(f"no wait-state file {path.name} in {settings.wait_states}")
+        state = load_wait_state(path)
+        replaced = path.name in record.recorded(settings, store)
+        record.save_wait(settings, state, store, name=path.name)
+        who = authored.os_user()
+        Ledger(store).log(state.task_id, WaitCode.WAIT_ADOPTED, f"{path.name} by {who}")
+    return {"task_id": state.task_id, "file": path.name, "by": who, "replaced": replaced}
 
 
 def show(settings: Settings, ident: str) -> dict[str, Any]:
@@ -108,7 +121,7 @@ def show(settings: Settings, ident: str) -> dict[str, Any]:
     with _ledger(settings) as ledger:
         row = _row(path, state, settings, ledger.checks() if ledger else {}, datetime.now(UTC))
         events = ledger.log_of(state.task_id) if ledger else []
-    notes = intercom.read_notes(intercom.root(settings) / path.stem, quarantine_bad=False)
+    notes = intercom.read_notes(settings, intercom.root(settings) / path.stem, quarantine_bad=False)
     return {
         **row,
         "state": state.model_dump(mode="json", by_alias=True, exclude_none=True),
@@ -176,7 +189,9 @@ def cancel(settings: Settings, ident: str, reason: str = "") -> dict[str, Any]:
                 f"could not report the cancellation of {state.task_id} to its "
                 "source; nothing was changed (see `worker waits show`)"
             )
-        notes = intercom.read_notes(intercom.root(settings) / path.stem, quarantine_bad=False)
+        notes = intercom.read_notes(
+            settings, intercom.root(settings) / path.stem, quarantine_bad=False
+        )
         intercom.consume([p for p, _ in notes])
     return {"task_id": state.task_id, "outcome": Outcome.CANCELLED.value, "reason": why}
 
@@ -237,6 +252,7 @@ def status(settings: Settings) -> dict[str, Any]:
     return {
         "workspace": str(settings.workspace),
         "machine_id": settings.machine_id,
+        "state": statedir.describe(settings),
         "waiting": listing["waits"],
         "quarantined": listing["quarantined"],
         "last_run": last

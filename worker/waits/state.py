@@ -4,7 +4,8 @@
      "context": {"mode", "model", "iteration", "outputSnippet"}}
 
 Files written by the specification's own tool load unchanged (our fields all have defaults);
-unknown keys are kept. Writes are atomic.
+unknown keys are kept. worker writes them, with its record of each, in `worker.waits.record`;
+a file counts only as recorded there (`worker waits adopt` records one written elsewhere).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from worker.errors import MalformedInput, describe_validation
-from worker.fsutil import atomic_write_text, json_files
+from worker.fsutil import json_files
 from worker.models import Task
 from worker.platform.names import portable_name
 from worker.waits import validate
 from worker.waits.validate import CONDITIONS
 
-__all__ = ["CONDITIONS", "WaitContext", "WaitState", "load_wait_state", "save_wait_state"]
+__all__ = ["CONDITIONS", "WaitContext", "WaitState", "complete", "load_wait_state"]
 
 SCHEMA_VERSION = 1
 
@@ -139,7 +140,8 @@ def file_name(task_id: str) -> str:
     return portable_name(task_id) + ".json"  # valid on Windows too: no `CON`, no `:`
 
 
-def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) -> Path:
+def complete(state: WaitState, expiry_days: float = 7.0) -> str:
+    """Fill worker's own fields that are still empty; return the validated text to write."""
     now = datetime.now(UTC)
     if state.last_active_at is None:
         state.last_active_at = now
@@ -150,10 +152,9 @@ def save_wait_state(folder: Path, state: WaitState, expiry_days: float = 7.0) ->
             f"{state.context.mode} iteration {state.context.iteration} of {state.task_id}: "
             f"waiting for {state.wait_for or state.resume_when}"
         )[:300]
-    WaitState.model_validate(json.loads(state.dump()))  # validate what we write
-    path = folder / file_name(state.task_id)
-    atomic_write_text(path, state.dump())
-    return path
+    text = state.dump()
+    WaitState.model_validate(json.loads(text))  # validate what we write
+    return text
 
 
 def load_wait_state(path: Path) -> WaitState:

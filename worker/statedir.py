@@ -1,0 +1,135 @@
+"""Where worker keeps its own state: one folder per workspace, outside the agent's reach.
+
+The agent edits files in the working tree, so nothing that decides what worker does next (the
+database, the intercom, control orders, logs, reports, locks, worktrees) lives there:
+
+- Linux and macOS: `$XDG_STATE_HOME/worker/<workspace-id>`, else
+  `~/.local/state/worker/<workspace-id>` (the XDG Base Directory specification's state home);
+- Windows: `%LOCALAPPDATA%\\worker\\<workspace-id>`.
+
+`<workspace-id>` is the folder's name and a short hash of its resolved path: readable in a
+listing, stable across runs, and two folders with the same name never share one.
+
+A workspace used by an older worker keeps its state in `<workspace>/.worker/`; the first run
+moves it (`migrate_legacy`) and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from worker.errors import ConfigError
+
+if TYPE_CHECKING:
+    from worker.config import Settings
+
+log = logging.getLogger(__name__)
+
+LEGACY_DIR = ".worker"
+
+
+def state_home(env: Mapping[str, str] | None = None, platform: str = sys.platform) -> Path:
+    """The user's root of worker state folders (`.../worker`)."""
+    env = os.environ if env is None else env
+    if platform == "win32":
+        local = env.get("LOCALAPPDATA")
+        base = Path(local) if local else Path.home() / "AppData" / "Local"
+        return base / "worker"
+    xdg = env.get("XDG_STATE_HOME", "")
+    # The XDG specification ignores a relative path in its variables.
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "worker"
+
+
+def workspace_id(workspace: Path) -> str:
+    """`<name>-<8 hex>`: the folder's name (made safe) and a hash of its resolved path."""
+    resolved = workspace.resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", resolved.name).strip("._") or "workspace"
+    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:8]
+    return f"{name[:40]}-{digest}"
+
+
+def default_state_dir(workspace: Path, env: Mapping[str, str] | None = None) -> Path:
+    return state_home(env) / workspace_id(workspace)
+
+
+def is_inside(path: Path, folder: Path) -> bool:
+    """True when `path` is `folder` or lies under it (both resolved)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def legacy_dir(workspace: Path, state: Path) -> Path | None:
+    """The old in-tree state folder when it exists and is not the configured state folder."""
+    old = workspace / LEGACY_DIR
+    if not old.is_dir() or old.resolve() == state.resolve():
+        return None
+    return old
+
+
+def migrate_legacy(workspace: Path, state: Path) -> str | None:
+    """Move `<workspace>/.worker/` into `state` on the first run; return the line that says so
+    (None when there was nothing to move). An existing, non-empty `state` is never
+    overwritten: the old folder then stays, and the line says why."""
+    old = legacy_dir(workspace, state)
+    if old is None:
+        return None
+    if state.exists() and any(state.iterdir()):
+        message = (
+            f"worker state: {old} was not moved because {state} already holds state; "
+            f"remove {old} once you no longer need it"
+        )
+        log.warning(message)
+        return message
+    state.parent.mkdir(parents=True, exist_ok=True)
+    if state.exists():
+        state.rmdir()
+    shutil.move(str(old), str(state))
+    message = f"worker state moved from {old} to {state} (out of the agent's working tree)"
+    log.warning(message)
+    return message
+
+
+def check_locations(settings: Settings) -> None:
+    """An inbox inside the working tree would let the agent queue its own tasks: refused
+    (exit 78, naming the key) unless `allow_inbox_in_workspace = true` says it is wanted."""
+    if settings.allow_inbox_in_workspace or not is_inside(settings.inbox, settings.workspace):
+        return
+    key = "inbox_dir" if settings.inbox_dir is not None else "state_dir (holding the inbox)"
+    raise ConfigError(
+        f"{key}: {settings.inbox} lies inside the workspace, where the agent can write "
+        "messages that worker would run as tasks; move it out of the workspace, or set "
+        "allow_inbox_in_workspace = true to accept that"
+    )
+
+
+def exposed(settings: Settings) -> list[str]:
+    """worker's folders that the agent can write (inside the working tree), by setting name."""
+    found = []
+    if is_inside(settings.state, settings.workspace):
+        found.append("state_dir")
+    if is_inside(settings.inbox, settings.workspace):
+        found.append("inbox_dir")
+    return found
+
+
+def describe(settings: Settings) -> dict[str, object]:
+    """Where the state lives, for `worker status` (and `worker doctor`)."""
+    old = legacy_dir(settings.workspace, settings.state)
+    return {
+        "state_dir": str(settings.state),
+        "inbox_dir": str(settings.inbox),
+        "in_workspace": exposed(settings),
+        "legacy_state": str(old) if old is not None else None,
+    }

@@ -1,0 +1,186 @@
+"""worker's own record of each wait state, in SQLite: the authority on what a wait is.
+
+The wait-state file keeps the specification's readable format in `wait_states/`, a folder the
+agent may be able to write. So when worker saves a wait it also records the exact text it
+wrote; every reader takes the wait from that record, never from the file alone:
+
+- a file with no record was not written by worker (an agent queueing itself a task, a file
+  copied by hand): it is refused, moved to `rejected/` with `WAIT_STATE_UNRECORDED`;
+- a file that differs from its record was edited (an earlier resume time, other approvers):
+  the edit is ignored, the edited copy kept in `rejected/` with `WAIT_STATE_EDITED`, and the
+  file written back as recorded;
+- a record whose file is gone ended (the resumed run, an expiry, a cancel each drop it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from worker.errors import MalformedInput
+from worker.fsutil import atomic_write_text, quarantine
+from worker.store import Store
+from worker.waits.ledger import Ledger, WaitCode
+from worker.waits.state import (
+    WaitState,
+    complete,
+    file_name,
+    load_wait_state,
+    wait_state_files,
+)
+
+if TYPE_CHECKING:
+    from worker.config import Settings
+
+log = logging.getLogger(__name__)
+
+UNRECORDED = WaitCode.WAIT_STATE_UNRECORDED.value
+EDITED = WaitCode.WAIT_STATE_EDITED.value
+
+
+@contextlib.contextmanager
+def _store(settings: Settings, store: Store | None) -> Iterator[Store]:
+    if store is not None:
+        yield store
+        return
+    with Store(settings.db_path) as opened:
+        yield opened
+
+
+def _ensure(store: Store) -> None:
+    Ledger(store)  # runs the ledger's migrations, `wait_records` among them
+
+
+def save_wait(
+    settings: Settings, state: WaitState, store: Store | None = None, name: str | None = None
+) -> Path:
+    """Record the wait, then write its file (named after the task, or `name`): a reader never
+    sees a file of worker's without its record."""
+    text = complete(state, settings.waits.expiry_days)
+    path = settings.wait_states / (name or file_name(state.task_id))
+    with _store(settings, store) as db:
+        _ensure(db)
+        with db.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO wait_records(file, task_id, text, saved_at)"
+                " VALUES (?, ?, ?, ?)",
+                (path.name, state.task_id, text, time.time()),
+            )
+    atomic_write_text(path, text)
+    return path
+
+
+def adopt_on_upgrade(settings: Settings, store: Store) -> list[str]:
+    """Once, in a database that knew waits before records existed: take the wait-state files
+    present as recorded (they were trusted as they are until then); return their names."""
+    _ensure(store)
+    if store.db.execute("SELECT 1 FROM wait_records_seed").fetchone() is None:
+        return []
+    adopted = []
+    with store.transaction() as db:
+        for path in wait_state_files(settings.wait_states):
+            try:
+                state = load_wait_state(path)
+                text = path.read_text(encoding="utf-8")
+            except (MalformedInput, OSError, UnicodeDecodeError):
+                continue  # phase 0 sets it aside with its reason
+            db.execute(
+                "INSERT OR IGNORE INTO wait_records(file, task_id, text, saved_at)"
+                " VALUES (?, ?, ?, ?)",
+                (path.name, state.task_id, text, time.time()),
+            )
+            adopted.append(path.name)
+        db.execute("DELETE FROM wait_records_seed")
+    if adopted:
+        log.warning("waits: %d wait state(s) adopted on upgrade: %s", len(adopted), adopted)
+    return adopted
+
+
+def forget(settings: Settings, path: Path, store: Store | None = None) -> None:
+    """The wait at `path` has ended: its record goes (the file is moved or removed by the
+    caller)."""
+    if store is None and not settings.db_path.exists():
+        return
+    with _store(settings, store) as db:
+        _ensure(db)
+        with db.transaction() as conn:
+            conn.execute("DELETE FROM wait_records WHERE file = ?", (path.name,))
+
+
+def recorded(settings: Settings, store: Store | None = None) -> dict[str, str]:
+    """File name -> the text worker wrote. Without a store (a dry run, a read-only command)
+    the database is read without being created or changed."""
+    if store is not None:
+        _ensure(store)
+        rows = store.db.execute("SELECT file, text FROM wait_records")
+        return {row[0]: row[1] for row in rows}
+    if not settings.db_path.exists():
+        return {}
+    uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            return dict(conn.execute("SELECT file, text FROM wait_records").fetchall())
+    except sqlite3.Error:
+        return {}  # an older database without the table: nothing recorded yet
+
+
+def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | None]:
+    """The wait at `path` as recorded, and what is wrong with the file (None: nothing)."""
+    text = records.get(path.name)
+    if text is None:
+        problem = (
+            f"{path.name}: {UNRECORDED}: worker has no record of this wait (a wait state is "
+            "written by worker itself, never taken from a file)"
+        )
+        try:
+            load_wait_state(path)
+        except MalformedInput as exc:  # say what else is wrong with it, naming the field
+            problem += f"; besides, {exc}"
+        return None, problem
+    state = WaitState.model_validate_json(text)
+    try:
+        actual = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        actual = None
+    if actual != text:
+        return state, (
+            f"{path.name}: {EDITED}: the file was changed outside worker; the change is "
+            "ignored and the recorded wait kept"
+        )
+    return state, None
+
+
+def enforce(path: Path, records: dict[str, str], problem: str) -> None:
+    """Set a refused or edited file aside (`rejected/`, with the reason) and write the
+    recorded wait back in its place."""
+    log.warning("wait state %s", problem)
+    quarantine(path, path.parent / "rejected", problem)
+    text = records.get(path.name)
+    if text is not None:
+        atomic_write_text(path, text)
+
+
+def recorded_state(settings: Settings, path: Path, store: Store | None = None) -> WaitState:
+    """The wait at `path` as worker recorded it; MalformedInput when there is no record."""
+    state, _ = check(path, recorded(settings, store))
+    if state is None:
+        raise MalformedInput(f"{path.name}: {UNRECORDED}: worker has no record of this wait")
+    return state
+
+
+def trusted(
+    settings: Settings, paths: list[Path], store: Store | None = None
+) -> list[tuple[Path, WaitState]]:
+    """The recorded waits among `paths` (what a reader that changes nothing may use)."""
+    records = recorded(settings, store)
+    found = []
+    for path in paths:
+        state, _ = check(path, records)
+        if state is not None:
+            found.append((path, state))
+    return found
