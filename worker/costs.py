@@ -16,8 +16,8 @@ from typing import Any
 from worker.config import Settings
 from worker.errors import UsageError
 from worker.store import Store
-from worker.waits.saving import WaitPoint, base_state
 from worker.waits.record import save_wait
+from worker.waits.saving import WaitPoint, base_state
 
 BY = ("day", "mode", "source", "machine")
 _TASK_KEY = {
