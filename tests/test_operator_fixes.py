@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FakeAgent, run_worker, write_message
+from .conftest import FakeAgent, run_worker, state_of, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +21,7 @@ def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _orders(ws: Path) -> list[dict[str, str]]:
-    folder = ws / ".worker" / "control"
+    folder = state_of(ws) / "control"
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
 
 
@@ -46,10 +46,10 @@ def test_cancel_force_leaves_an_order_for_a_task_not_seen_yet(workspace: Path) -
 def test_intercom_send_to_an_unknown_id_exits_2_and_writes_nothing(workspace: Path) -> None:
     proc = run_worker(workspace, "intercom", "send", "msg-nope", "hello")
     assert proc.returncode == 2 and "no task 'msg-nope' is known here" in proc.stderr
-    assert not (workspace / ".worker" / "intercom").exists()
+    assert not (state_of(workspace) / "intercom").exists()
     forced = run_worker(workspace, "intercom", "send", "msg-nope", "hello", "--force")
     assert forced.returncode == 0, forced.stderr
-    assert list((workspace / ".worker" / "intercom").rglob("*.json"))
+    assert list((state_of(workspace) / "intercom").rglob("*.json"))
 
 
 def test_log_shows_titles_outcome_codes_and_what_ended_a_run_uncut(

@@ -21,7 +21,7 @@ from worker.notify import outbox
 from worker.runner import RunOptions, RunReport, run_once
 from worker.store import Store
 
-from .conftest import FakeAgent, write_message
+from .conftest import FakeAgent, state_of, write_message
 
 TOKEN = "123456:test-bot-token-xyz"
 ALLOWED, STRANGER = 4242, 9999
@@ -128,7 +128,7 @@ def test_a_command_from_a_chat_not_allowed_is_ignored_and_logged(
         report = _run(workspace)
     assert report.outcome is Outcome.IDLE  # still waiting: nothing approved it
     assert (workspace / "wait_states" / "msg-ask.json").exists()
-    assert not list((workspace / ".worker" / "intercom").rglob("*.json"))
+    assert not list((state_of(workspace) / "intercom").rglob("*.json"))
     assert [m["chat_id"] for m in bot.sent()] == [ALLOWED]  # no answer to the stranger
     assert "ignored a message from chat 9999 (user mallory)" in caplog.text
     with Store(load_settings(workspace).db_path) as store:
@@ -196,7 +196,7 @@ def test_the_bot_token_never_reaches_the_database_or_the_logs(
         rows = [r["last_error"] for r in outbox.pending(store)]
     assert rows and "Unauthorized" in rows[0]
     assert "wrong-secret-token" not in caplog.text
-    for path in (workspace / ".worker").rglob("*"):
+    for path in state_of(workspace).rglob("*"):
         if path.is_file():
             assert b"wrong-secret-token" not in path.read_bytes(), path
 
