@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -130,7 +131,10 @@ def test_serve_command_loops_over_run_once(
     monkeypatch.setattr("worker.runner.run_once", fake_run_once)
     result = _invoke(cli, "serve", "-w", str(workspace), "--interval", "0.01", "--max-cycles", "2")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == [
+    # Not a terminal: timestamped lines (as journald shows them), a banner first.
+    lines = [re.sub(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", "", x) for x in result.stdout.splitlines()]
+    assert lines[0].startswith("worker serve on test-machine: ")
+    assert lines[1:] == [  # no "next cycle at" for a wait shorter than a minute
         "run 1: idle",
         "run 2: idle",
         "stopped after 2 run(s): max cycles (2)",

@@ -218,6 +218,7 @@ def test_why_without_runs(workspace: Path, cli) -> None:  # type: ignore[no-unty
 
 
 def test_cancel_command_writes_an_order(workspace: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write_message(workspace, "m1")
     result = cli.invoke(
         app,
         ["cancel", "m1", "--pause", "--reason", "later", "--json", "--workspace", str(workspace)],

@@ -31,9 +31,11 @@ def settings(workspace: Path) -> Settings:
 
 
 def send(settings: Settings, task: str, text: str) -> dict[str, object]:
-    """`worker intercom send TASK TEXT --json` through the real CLI."""
+    """`worker intercom send TASK TEXT --json` through the real CLI (--force: these tasks
+    exist only in the test, not in the workspace)."""
     result = CliRunner().invoke(
-        app, ["intercom", "send", task, text, "--json", "--workspace", str(settings.workspace)]
+        app,
+        ["intercom", "send", task, text, "--force", "--json", "-w", str(settings.workspace)],
     )
     assert result.exit_code == 0, result.output
     data: dict[str, object] = json.loads(result.stdout)
@@ -107,6 +109,8 @@ def test_pause_note_pauses_a_running_task(settings: Settings) -> None:
 
 
 def test_cancel_note_from_the_cli_stops_a_running_task(settings: Settings) -> None:
+    with Store(settings.db_path) as store:  # the running task's claim: how the CLI knows it
+        store.claim("msg-9", "inbox", settings.machine_id, 1, 60.0)
     result = CliRunner().invoke(
         app,
         ["intercom", "send", "msg-9", "/cancel not needed", "--workspace", str(settings.workspace)],

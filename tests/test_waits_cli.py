@@ -4,6 +4,7 @@ exit codes, stdout and stderr apart, text and `--json`."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,11 @@ def test_list_and_show_in_text_and_json(settings: Settings) -> None:
     data = json.loads(cli(ws, "waits", "list", "--json").stdout)
     assert [w["task_id"] for w in data["waits"]] == ["msg-1", "owner/repo#12"]  # oldest first
     text = cli(ws, "waits", "list").stdout
-    assert text.splitlines()[1].split()[:4] == ["msg-1", "user_approval", "an", "answer"]
+    row = text.splitlines()[1].split("\t")
+    assert row[:2] == ["msg-1", "an approval: an answer"]
+    assert row[2].endswith("UTC (60 min ago)") and row[4:] == ["no", "not yet"]
+    # words and readable times, not raw values
+    assert "False" not in text and not re.search(r"\dT\d", text)
     shown = json.loads(cli(ws, "waits", "show", "owner/repo#12", "--json").stdout)
     assert shown["file"] == file_name("owner/repo#12") and shown["state"]["resumeWhen"] == (
         "github_decision"
@@ -64,7 +69,7 @@ def test_approve_a_wait_for_something_else_is_refused(settings: Settings) -> Non
 def test_reject_and_intercom_send_write_notes(settings: Settings) -> None:
     make_wait(settings, "msg-4", "user_approval")
     assert cli(settings.workspace, "waits", "reject", "msg-4", "--note", "no").exit_code == 0
-    sent = cli(settings.workspace, "intercom", "send", "msg-5", "hello", "--json")
+    sent = cli(settings.workspace, "intercom", "send", "msg-5", "hello", "--force", "--json")
     assert sent.exit_code == 0 and json.loads(sent.stdout)["task_id"] == "msg-5"
     shown = json.loads(cli(settings.workspace, "waits", "show", "msg-4", "--json").stdout)
     assert [n["kind"] for n in shown["notes"]] == ["rejection"]
@@ -98,8 +103,9 @@ def test_status_at_a_glance(settings: Settings) -> None:
     result = run_worker(settings.workspace, "status")
     assert result.returncode == 0, result.stderr
     assert "waiting: 1" in result.stdout
-    row = result.stdout.splitlines()[-1].split("\t")
-    assert row[:2] == ["msg-9", "intercom_message"] and row[-2] == "2.0 h" and row[-1] == "no"
+    row = next(r for r in result.stdout.splitlines() if r.startswith("msg-9")).split("\t")
+    assert row[:2] == ["msg-9", "a local message: an answer"]
+    assert row[-2] == "2.0 h" and row[-1] == "no"
     data = json.loads(run_worker(settings.workspace, "status", "--json").stdout)
     assert data["waiting"][0]["task_id"] == "msg-9" and data["last_run"] is None
 

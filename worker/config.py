@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from worker.daemon.settings import DaemonSettings
 from worker.errors import ConfigError
 from worker.fleet.settings import FleetSettings
+from worker.notify.settings import NotifySettings
 from worker.retention_settings import RetentionSettings
 from worker.review.settings import ReviewSettings
 from worker.sources.github_settings import GitHubSettings
@@ -66,6 +67,8 @@ class Settings(BaseModel):
     task_wall_clock_s: float = Field(4 * 3600.0, gt=0)
     # SWE-agent's default budget per task is $3 (its `per_instance_cost_limit`).
     task_cost_cap_usd: float = Field(3.0, gt=0)
+    # This machine's spend per UTC day (agents and reviewers); reached, tasks wait for the next.
+    daily_cost_cap_usd: float | None = Field(None, gt=0)
     output_cap_bytes: int = Field(2_000_000, gt=1000)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     github: GitHubSettings = Field(default_factory=GitHubSettings)
@@ -75,6 +78,7 @@ class Settings(BaseModel):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
 
     @field_validator("machine_id")
     @classmethod

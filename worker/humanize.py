@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+# What a wait-state condition waits for, in words (`worker waits list`, `worker status`).
+CONDITION_WORDS = {
+    "user_approval": "an approval",
+    "intercom_message": "a local message",
+    "roosync_response": "a reply in the inbox",
+    "github_decision": "a decision on GitHub",
+    "time": "a moment",
+}
+
 
 def duration(seconds: float | None) -> str:
     if seconds is None:
@@ -13,3 +24,32 @@ def duration(seconds: float | None) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.0f} d"
+
+
+def moment(at: str | float | datetime | None, now: datetime | None = None) -> str:
+    """`2026-11-26 06:15 UTC (3 h ago)`, `... (in 6 d)`; `-` for none. ISO text, epoch seconds
+    or a datetime; a time without a zone is UTC."""
+    if at is None or at == "":
+        return "-"
+    when = _as_datetime(at)
+    now = now or datetime.now(UTC)
+    delta = (when - now).total_seconds()
+    if abs(delta) < 30:
+        rel = "now"
+    else:
+        rel = f"in {duration(delta)}" if delta > 0 else f"{duration(-delta)} ago"
+    return f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({rel})"
+
+
+def yes_no(value: object) -> str:
+    return "yes" if value else "no"
+
+
+def _as_datetime(at: str | float | datetime) -> datetime:
+    if isinstance(at, datetime):
+        when = at
+    elif isinstance(at, int | float):
+        when = datetime.fromtimestamp(at, UTC)
+    else:
+        when = datetime.fromisoformat(at)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -18,6 +18,7 @@ from typing import Protocol
 from worker.agents.infra import missing_binary
 from worker.agents.registry import adapter_for, permission_args
 from worker.config import Settings
+from worker.costs import DAILY_BUDGET_REACHED, daily_cap_reached, save_budget_wait
 from worker.infra import infra_end
 from worker.iteration import (
     budget_left,
@@ -53,12 +54,23 @@ class Progress(Protocol):
     def start(self, text: str) -> None: ...
     def update(self, text: str) -> None: ...
     def stop(self, text: str) -> None: ...
+    # worker.progress.Tracker: the heartbeat `worker status` and the live display read
+    def step(
+        self, mode: str, model: str, iteration: int, limit: int, seq: int, cost: float
+    ) -> None: ...
+    def event(self, event: AgentEvent) -> None: ...
+    def finding(self, text: str) -> None: ...
 
 
 class _Quiet:
     def start(self, text: str) -> None: ...
     def update(self, text: str) -> None: ...
     def stop(self, text: str) -> None: ...
+    def step(
+        self, mode: str, model: str, iteration: int, limit: int, seq: int, cost: float
+    ) -> None: ...
+    def event(self, event: AgentEvent) -> None: ...
+    def finding(self, text: str) -> None: ...
 
 
 @dataclass
@@ -147,6 +159,13 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
             )
         model = ctx.forced_model or (start.model if mode.id == start.mode else None) or mode.model
+        spent = daily_cap_reached(settings, ctx.store)
+        if spent is not None:
+            point = WaitPoint(
+                task, mode.id, model, iteration, "", session_id, result.modes, result.cost_usd
+            )
+            result.wait_state = save_budget_wait(settings, point, spent)
+            return finish(Outcome.WAITING, "the daily spend cap is reached", DAILY_BUDGET_REACHED)
         limit = mode.iterations_before_escalation
         prompt = build_prompt(
             PromptParts(
@@ -177,6 +196,7 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
             max_budget_usd=budget_left(mode, cost_cap, result.cost_usd),
         )
         label = f"{mode.id} ({model}) iteration {iteration}/{limit}"
+        ctx.progress.step(mode.id, model, iteration, limit, seq, result.cost_usd)
         ctx.progress.start(f"{label}: running")
         t0 = time.monotonic()
         agent = _act(ctx, mode, request, label, t0)
@@ -249,6 +269,8 @@ def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
                 )
             )
             record.steering = steering
+            if steering:
+                ctx.progress.finding(steering[-1])
         emergency = agent.stopped if (agent.stopped or "").startswith("supervisor") else None
         if agent.stopped and emergency is None:
             return finish(Outcome.STOPPED, agent.stopped, "STOP_REQUESTED")
@@ -330,6 +352,7 @@ def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: fl
             return "stop requested"
         if event.output_tokens:
             tokens[0] += event.output_tokens
+        ctx.progress.event(event)
         ctx.progress.update(f"{label}: {time.monotonic() - t0:.0f}s, {tokens[0]} tokens out")
         return ctx.supervisor.on_event(event)
 

@@ -193,6 +193,8 @@ class TaskResult:
     wait_state: Path | None = None
     final_text: str = ""
     anomalies: list[str] = field(default_factory=list)
+    review_s: float = 0.0  # the reviewers after the task: their time and cost, kept apart
+    review_cost_usd: float = 0.0
     infra: InfraFailure | None = None  # the task ended on an infrastructure failure
 
     @property

@@ -9,7 +9,7 @@ from worker.errors import ExitCode
 from worker.models import InfraKind, Outcome
 
 if TYPE_CHECKING:  # the loop and the agents load only when a task runs
-    from worker.loop import Progress
+    from worker.progress import Display
 
 
 @dataclass
@@ -20,7 +20,7 @@ class RunOptions:
     model: str | None = None
     use_worktree: bool = False
     open_pr: bool | None = None
-    progress: Progress | None = None
+    progress: Display | None = None
 
 
 @dataclass
@@ -40,6 +40,8 @@ class RunReport:
     command: list[str] | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     mode_reason: str | None = None
+    review_s: float = 0.0  # the reviewers after the task, not in duration_s or cost_usd
+    review_cost_usd: float = 0.0
     infra: str | None = None  # the agent's infrastructure failure (InfraKind), if any
 
     @property
@@ -70,5 +72,9 @@ class RunReport:
             "command": self.command,
             "candidates": self.candidates,
             "mode_reason": self.mode_reason,
+            "reviewers": {
+                "duration_s": round(self.review_s, 3),
+                "cost_usd": round(self.review_cost_usd, 6),
+            },
             "infra": self.infra,
         }

@@ -20,6 +20,7 @@ from worker.fleet import fleet_session
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task
 from worker.modes import Mode, ModeSet, load_modes, modes_path
+from worker.notify.events import on_run_start
 from worker.orphans import end_orphans
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
@@ -29,7 +30,7 @@ from worker.sources.registry import build_sources
 from worker.store import Store
 from worker.waits import phase0
 
-__all__ = ["RunOptions", "RunReport", "request_stop", "run_once"]
+__all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +117,18 @@ def _find(settings: Settings, sources: list[TaskSource], task_id: str) -> Task:
     raise UsageError(f"--task-id {task_id}: no such task in {names}")
 
 
-def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
+def preview(settings: Settings, options: RunOptions | None = None) -> tuple[Snapshot, Decision]:
+    """What a run would see and decide now, with no claim, write or move (`worker queue`)."""
     last_run = _read_kv_readonly(settings, LAST_RUN_KEY)
     sources = build_sources(
         settings, None, dry_run=True, fallback_last_run=float(last_run) if last_run else None
     )
-    snap = _snapshot(settings, sources, None, options, dry_run=True)
-    decision = decide(snap)
+    snap = _snapshot(settings, sources, None, options or RunOptions(), dry_run=True)
+    return snap, decide(snap)
+
+
+def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
+    _, decision = preview(settings, options)
     report = RunReport(
         Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
     )
@@ -208,6 +214,7 @@ def _take_and_run(
     t0: float,
     taken: list[Decision],
 ) -> RunReport:
+    on_run_start(settings, store)  # Telegram's commands (approvals) first; unsent notifications
     last_run = store.get(LAST_RUN_KEY)
     sources = build_sources(
         settings,
@@ -301,7 +308,8 @@ def _take_and_run(
     report.cost_usd, report.branch = result.cost_usd, result.branch
     report.wait_state = str(result.wait_state) if result.wait_state else None
     report.infra = result.infra.kind.value if result.infra else None
-    report.duration_s = time.monotonic() - t0
+    report.duration_s = time.monotonic() - t0 - result.review_s  # reviewers are apart
+    report.review_s, report.review_cost_usd = result.review_s, result.review_cost_usd
     store.finish_run(
         run_id,
         task_id=decision.task.id,

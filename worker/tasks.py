@@ -13,7 +13,9 @@ from worker.infra import ANSWER_KEY, HITS_KEY
 from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
+from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
+from worker.progress import Tracker, review_step
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
@@ -66,8 +68,7 @@ def execute(
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
         on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
     )
-    if options.progress is not None:
-        ctx.progress = options.progress
+    ctx.progress = Tracker(store, run_id, task, options.progress)  # heartbeat for `status`
     from worker.kernel.watcher import StopWatcher  # obeys stop/pause orders while it runs
 
     watcher = StopWatcher(settings, task, stop)
@@ -94,10 +95,14 @@ def execute(
     result = watcher.settle(result, mode_id)
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)
-    try:
-        after_task(settings, store, result)
-    except Exception as exc:  # reviewers never stop the task queue
-        log.warning("reviewers failed after %s: %s", task.id, exc)
+    notify_after_task(settings, store, result, run_id)  # queued, sent, never raises
+    with review_step(store, options.progress) as review:
+        try:
+            after_task(settings, store, result)
+        except Exception as exc:  # reviewers never stop the task queue
+            log.warning("reviewers failed after %s: %s", task.id, exc)
+    if review.ran:
+        result.review_s, result.review_cost_usd = review.duration_s, review.cost_usd
     return result
 
 

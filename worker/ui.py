@@ -1,17 +1,23 @@
-"""The one place that talks to Rich: consoles, JSON output and the live iteration line.
+"""The one place that talks to Rich: consoles, JSON output and the live progress panel.
 
-On a terminal each iteration gets a live line; elsewhere (cron mail, pipes) plain lines.
+On a terminal each iteration gets a live panel; elsewhere (cron mail, pipes) plain lines.
 NO_COLOR is honoured by Rich itself.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import time
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from worker.progress import Step
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -21,12 +27,38 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
 
 
+def print_jsonl(data: Any) -> None:
+    """One JSON object on one line, flushed (a stream another program reads as it comes)."""
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+
+
 def error(message: str) -> None:
     err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+
+
+class LogLines(logging.Handler):
+    """Log records on stderr: `warning: ...` lines (no traceback) unless --verbose, where
+    they keep their time, level, logger and traceback."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        super().__init__()
+        self.verbose = verbose
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.verbose:
+                text = self.format(record)
+            else:
+                text = f"{record.levelname.lower()}: {record.getMessage()}"
+            err.print(text, markup=False, highlight=False)
+        except Exception:
+            self.handleError(record)
 
 
 def line(text: str) -> None:
@@ -46,7 +78,7 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = No
 
     grid = Table(title=title)
     for col in columns:
-        grid.add_column(col)
+        grid.add_column(col, overflow="fold")  # long ids and codes wrap, never cut
     for row in rows:
         grid.add_row(*(_cell(row.get(col)) for col in columns))
     out.print(grid)
@@ -62,33 +94,118 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-class IterationProgress:
-    """A live status line while an agent runs (a terminal), or one plain line per iteration."""
+class LiveProgress:
+    """The task's progress (a `worker.progress.Display`): on a terminal a live panel whose
+    clock ticks while the agent is silent; elsewhere (cron, journald) plain timestamped lines
+    for the events that matter; nothing at all when quiet."""
 
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.live = out.is_terminal and enabled
-        self._status: Any = None
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.live_ok = out.is_terminal and not quiet
+        self._live: Any = None
+        self._step: Step | None = None
+        self._said: str | None = None  # the last finding printed as a plain line
+        self._phase: tuple[str, float] | None = None  # a step of its own: name, start
+
+    # -- the loop's calls -------------------------------------------------------------------
+    def step(self, step: Step) -> None:
+        self._step = step
+        if not self.live_ok:
+            self._plain(f"{step.task_id}: {_where(step)} started")
+
+    def changed(self, step: Step) -> None:
+        if self.live_ok or step.finding is None or step.finding == self._said:
+            return
+        self._said = step.finding
+        self._plain(f"{step.task_id}: supervisor: {step.finding}")
 
     def start(self, text: str) -> None:
-        if not self.enabled:
-            return
-        if self.live:
-            self._status = out.status(text)
-            self._status.start()
-        else:
-            line(text)
+        self._start_live()
 
     def update(self, text: str) -> None:
-        if self._status is not None:
-            self._status.update(text)
+        """The loop's own status text: the live panel draws from the step instead."""
 
     def stop(self, text: str) -> None:
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
-        if self.enabled:
+        self._stop_live()
+        self._plain(f"{self._step.task_id}: {text}" if self._step else text)
+
+    def phase(self, name: str) -> None:
+        """A step of its own after the task (the reviewers): a ticking clock on a terminal."""
+        self._phase = (name, time.time())
+        self._start_live()
+
+    def phase_end(self, text: str | None) -> None:
+        self._stop_live()
+        self._phase = None
+        if text:
+            self._plain(text)
+
+    def _start_live(self) -> None:
+        if not self.live_ok or self._live is not None:
+            return
+        from rich.live import Live
+
+        self._live = Live(_Panel(self), console=out, refresh_per_second=4, transient=True)
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def note(self, text: str) -> None:
+        """A line of its own (a reviewer's step, a cycle), timestamped off a terminal."""
+        self._plain(text)
+
+    def _plain(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self.live_ok:
             line(text)
+        else:
+            line(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S} {text}")
+
+    def lines(self, now: float | None = None) -> list[str]:
+        """The live panel's text (tests read it without a terminal)."""
+        now = time.time() if now is None else now
+        if self._phase is not None:
+            name, since = self._phase
+            return [f"{name}: running  {_clock(now - since)}"]
+        step = self._step
+        if step is None:
+            return []
+        lines = [
+            f"{step.task_id}: {step.title}"[:200],
+            f"{_where(step)}  {_clock(now - step.step_started_at)}"
+            f" (task {_clock(now - step.started_at)})",
+            f"tool: {step.tool or '-'}",
+            f"tokens: {step.input_tokens:,} in, {step.output_tokens:,} out   "
+            f"cost: ${step.total_cost:.4f}",
+        ]
+        if step.finding:
+            lines.append(f"supervisor: {step.finding}")
+        return lines
+
+
+class _Panel:
+    """Rendered on every refresh, so the clock moves without any event."""
+
+    def __init__(self, progress: LiveProgress) -> None:
+        self.progress = progress
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        return Text("\n".join(self.progress.lines()))
+
+
+def _where(step: Step) -> str:
+    return f"{step.mode} ({step.model}) iteration {step.iteration}/{step.max_iterations}"
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def emit(data: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], None]) -> None:

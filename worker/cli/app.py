@@ -10,6 +10,7 @@ import typer
 from worker import __version__
 from worker.cli import (
     cancel,
+    costs,
     directives,
     doctor,
     fleet,
@@ -18,10 +19,13 @@ from worker.cli import (
     log,
     modes,
     prune,
+    queue,
     run,
     schedule,
     serve,
+    show,
     status,
+    submit,
     supervise,
     waits,
     why,
@@ -54,6 +58,10 @@ for module in (
     schedule,
     doctor,
     prune,
+    submit,
+    queue,
+    show,
+    costs,
 ):
     module.register(app)
 
@@ -71,9 +79,10 @@ def _root(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
 ) -> None:
+    from worker import ui
+
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
     )
 
 

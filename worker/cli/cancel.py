@@ -23,6 +23,9 @@ def cancel(
         ),
     ] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Resume a paused task.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Leave the order even for a task not seen yet.")
+    ] = False,
     reason: Annotated[str, typer.Option("--reason", help="Why (told to the task's source).")] = "",
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
@@ -32,6 +35,7 @@ def cancel(
     from worker.errors import UsageError
     from worker.kernel.control import write_order
     from worker.kernel.model import Order
+    from worker.known_tasks import require_known
 
     if pause and resume:
         raise UsageError("--pause and --resume cannot be used together")
@@ -40,8 +44,10 @@ def cancel(
     if settings.fleet.enabled:  # every machine's control poll reads the fleet database
         from worker.fleet.orders import send_order
 
+        # Other machines' tasks are not known here: the fleet database takes any order.
         order_id, where = send_order(settings, task, order, reason), settings.fleet.shown_url()
     else:
+        require_known(settings, task, force=force)
         written = write_order(settings, task, order, reason)
         order_id, where = written.id, str(written.ref)
     ui.emit(

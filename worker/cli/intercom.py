@@ -20,6 +20,9 @@ app = typer.Typer(
 def send(
     task: Annotated[str, typer.Argument(help="The task id or its wait-state file name.")],
     text: Annotated[str, typer.Argument(help="The message, handed to the agent as data.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Leave the message even for a task not seen yet.")
+    ] = False,
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
@@ -27,9 +30,12 @@ def send(
 
     A message starting with /stop, /cancel, /pause or /resume is an order for the task instead
     (the running worker obeys it within a second or two, or the next run does)."""
+    from worker.known_tasks import require_known
     from worker.waits.service import note
 
-    data = note(settings_for(workspace), task, "message", text)
+    settings = settings_for(workspace)
+    require_known(settings, task, force=force)
+    data = note(settings, task, "message", text)
     ui.emit(data, as_json, _render)
 
 

@@ -40,6 +40,9 @@ def run(
             "tasks).",
         ),
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress lines; only the result.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a ready wait state, or take the next task, drive the agent, report."""
@@ -47,7 +50,7 @@ def run(
     from worker.signals import stop_signals
 
     settings = settings_for(workspace)
-    progress = None if as_json else ui.IterationProgress()
+    progress = ui.LiveProgress(quiet=quiet or as_json)
     # SIGTERM (cron, systemd, Task Scheduler ending the job) or Ctrl-C: the agent's process
     # group is ended, its work kept and the task released, instead of an orphaned agent
     # working on while its lease runs out and another run takes the same task.
@@ -90,6 +93,12 @@ def _render(data: dict[str, Any]) -> None:
     )
     if data["reason"]:
         ui.line(f"reason: {data['reason']}")
+    reviewers = data["reviewers"]
+    if reviewers["duration_s"] or reviewers["cost_usd"]:
+        ui.line(
+            f"reviewers: {reviewers['duration_s']:.1f}s, ${reviewers['cost_usd']:.4f}"
+            " (apart from the task's)"
+        )
     if data["wait_state"]:
         ui.line(f"wait state: {data['wait_state']}")
     if data["branch"]:

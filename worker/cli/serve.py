@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,8 +10,14 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.humanize import duration
+
+# A shorter wait starts the next cycle within the minute: its time would say nothing, and a
+# line per cycle would flood the journal.
+_SAY_NEXT_FROM_S = 60.0
 
 if TYPE_CHECKING:
+    from worker.config import Settings
     from worker.daemon.serve import Cycle
 
 
@@ -23,6 +30,9 @@ def serve_command(
     max_cycles: Annotated[
         int | None, typer.Option("--max-cycles", min=1, help="Stop after this many runs.")
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No banner and no progress lines.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the batch cycle continuously: one run, then sleep until the interval ends or a
@@ -32,8 +42,24 @@ def serve_command(
         daemon = settings.daemon.model_copy(update={"interval_s": interval})
         settings = settings.model_copy(update={"daemon": daemon})
     from worker.daemon.serve import serve
+    from worker.notify.telegram import Poller
+    from worker.run_report import RunOptions
 
-    report = serve(settings, max_cycles=max_cycles, on_cycle=None if as_json else _print_cycle)
+    progress = ui.LiveProgress(quiet=quiet or as_json)
+    progress.note(
+        f"worker serve on {settings.machine_id}: {settings.workspace}, a run every "
+        f"{duration(settings.daemon.interval_s)} or when a message arrives; Ctrl-C stops"
+    )
+    poller = Poller(settings).start()  # Telegram's commands, read as they come
+    try:
+        report = serve(
+            settings,
+            max_cycles=max_cycles,
+            make_options=lambda: RunOptions(progress=progress),
+            on_cycle=lambda cycle: _print_cycle(progress, cycle, settings, max_cycles),
+        )
+    finally:
+        poller.stop()
     data = {
         "cycles": report.cycles,
         "exit_code": report.exit_code,
@@ -46,9 +72,19 @@ def serve_command(
     raise typer.Exit(report.exit_code)
 
 
-def _print_cycle(cycle: Cycle) -> None:
+def _print_cycle(
+    progress: ui.LiveProgress, cycle: Cycle, settings: Settings, max_cycles: int | None
+) -> None:
     detail = f" ({cycle.detail})" if cycle.detail else ""
-    ui.line(f"run {cycle.number}: {cycle.outcome}{detail}")
+    progress.note(f"run {cycle.number}: {cycle.outcome}{detail}")
+    if cycle.number == max_cycles or cycle.outcome == "config_error":
+        return
+    wait_s = (
+        settings.daemon.busy_retry_s if cycle.outcome == "locked" else settings.daemon.interval_s
+    )
+    if wait_s >= _SAY_NEXT_FROM_S:
+        upcoming = datetime.now().astimezone() + timedelta(seconds=wait_s)
+        progress.note(f"next cycle at {upcoming:%H:%M} (sooner when a message arrives)")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,9 +1,8 @@
-"""`worker status`: at a glance, the waiting tasks, the claims, the files set aside, the last
-run; `--check` also checks the database."""
+"""`worker status`: at a glance, what runs, waits, holds a lease, queues, was set aside, failed
+and cost; `--check` also checks the database."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +11,7 @@ import typer
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.errors import UsageError
-from worker.humanize import duration
+from worker.humanize import CONDITION_WORDS, duration, moment, yes_no
 
 _SHOWN = 20  # files set aside listed in text; --json lists them all
 
@@ -28,9 +27,10 @@ def status_command(
     check: CheckOpt = False,
     fleet: FleetOpt = False,
 ) -> None:
-    """Show the waiting tasks (what each waits for, since when), the claims and their leases,
-    the files set aside in rejected/, and the last run."""
-    from worker.integrity import status
+    """Show the running task (iteration, elapsed, cost, current tool), the waits (what each
+    waits for, since when), the claims and their leases, the queue per source, the files set
+    aside in rejected/, the last failures and today's spend."""
+    from worker.operator_status import status
 
     settings = settings_for(workspace)
     if fleet:
@@ -77,33 +77,19 @@ def _render(data: dict[str, Any]) -> None:
         ui.warn(f"{key} lies inside the workspace: the agent can write there")
     if state["legacy_state"]:
         ui.warn(f"old state folder {state['legacy_state']}: the next run moves it")
-    last = data["last_run"]
-    if last:
-        when = datetime.fromtimestamp(last["started_at"], UTC).strftime("%Y-%m-%d %H:%M")
-        ui.line(
-            f"last run: #{last['id']} at {when} UTC: {last['outcome'] or 'running'} "
-            f"{last['task_id'] or ''}".rstrip()
-        )
-    else:
-        ui.line("last run: none yet")
+    _running(data)
     _render_claims(data["claims"])
-    waiting = data["waiting"]
-    if not waiting:
-        ui.line("waiting: none")
+    _waiting(data)
+    queue = data["queue"] or {}
+    if "error" in queue:
+        ui.warn(f"queue not read: {queue['error']}")
     else:
-        ui.line(f"waiting: {len(waiting)}")
-        rows = [
-            {
-                "task": w["task_id"],
-                "waits for": w["wait_for"] or w["resume_when"],
-                "condition": w["resume_when"],
-                "since": w["since"][:19].replace("T", " "),
-                "for": duration(w["waiting_s"]),
-                "ready": "yes" if w["ready"] else "no",
-            }
-            for w in waiting
-        ]
-        ui.table(rows, ["task", "condition", "waits for", "since", "for", "ready"])
+        ui.line("queue: " + (", ".join(f"{k} {v}" for k, v in queue.items()) or "empty"))
+    _failures(data)
+    cap = data["daily_cost_cap_usd"]
+    ui.line(f"spent today: ${data['spent_today_usd']:.4f}" + (f" of ${cap:.2f}" if cap else ""))
+    if data["unsent"]:
+        ui.warn(f"{data['unsent']} notification(s) not sent yet; they are retried on each run")
     for item in data["rejected"][:_SHOWN]:
         ui.warn(f"{item['kind']} set aside: {item['file']}: {item['reason']}")
     if len(data["rejected"]) > _SHOWN:
@@ -115,6 +101,67 @@ def _render(data: dict[str, Any]) -> None:
             f"database check: {verdict}: integrity {check['integrity']}, "
             f"journal mode {check['journal_mode']}"
         )
+
+
+def _running(data: dict[str, Any]) -> None:
+    last = data["last_run"]
+    if not data["running"]:
+        ui.line(
+            f"running: nothing (last run #{last['id']} {moment(last['started_at'])}: "
+            f"{last['outcome'] or 'running'})"
+            if last
+            else "running: nothing (no run yet)"
+        )
+    for run in data["running"]:
+        ui.line(
+            f"running: {run['task_id'] or '(choosing a task)'} {run['title']}".rstrip()
+            + f" (run {run['run']} on {run['machine']})"
+        )
+        if run["iteration"]:
+            ui.line(
+                f"  {run['mode']} ({run['model']}) iteration {run['iteration']}/"
+                f"{run['max_iterations']}, {duration(run['elapsed_s'])} elapsed,"
+                f" ${run['cost_usd']:.4f}, tool: {run['tool'] or '-'}"
+            )
+        if run["finding"]:
+            ui.line(f"  supervisor: {run['finding']}")
+
+
+def _waiting(data: dict[str, Any]) -> None:
+    waiting = data["waiting"]
+    ui.line(f"waiting: {len(waiting) or 'none'}")
+    if waiting:
+        rows = [
+            {
+                "task": w["task_id"],
+                "waits for": CONDITION_WORDS.get(w["resume_when"], w["resume_when"])
+                + (f": {w['wait_for']}" if w["wait_for"] else ""),
+                "since": moment(w["since"]),
+                "for": duration(w["waiting_s"]),
+                "ready": yes_no(w["ready"]),
+            }
+            for w in waiting
+        ]
+        ui.table(rows, ["task", "waits for", "since", "for", "ready"])
+
+
+def _failures(data: dict[str, Any]) -> None:
+    failures = data["failures"]
+    if not failures:
+        return
+    ui.line("last failures:")
+    ui.table(
+        [
+            {
+                **f,
+                "when": moment(f["started_at"]),
+                "codes": ", ".join(f["codes"]) or None,
+                "reason": (f["reason"] or "")[:200],
+            }
+            for f in failures
+        ],
+        ["run", "when", "task", "title", "codes", "reason"],
+    )
 
 
 def _render_claims(claims: list[dict[str, Any]]) -> None:

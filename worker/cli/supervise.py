@@ -25,15 +25,22 @@ def supervise_command(
     allow_root: Annotated[
         bool, typer.Option("--allow-root", help="Run even as root (not recommended).")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Do not print the child's starts and exits.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start `worker serve` as a child and keep it alive until SIGTERM/SIGINT."""
+    """Start `worker serve` as a child and keep it alive until SIGTERM/SIGINT; print each
+    start, exit and restart of the child as it happens."""
     if ctx.invoked_subcommand is not None:
         return
     from worker.daemon.supervisor import supervise
+    from worker.supervise_watch import EventWatch
 
     settings = settings_for(workspace)
-    report = supervise(settings, allow_root=allow_root)
+    progress = ui.LiveProgress(quiet=quiet or as_json)
+    with EventWatch(settings, progress.note):
+        report = supervise(settings, allow_root=allow_root)
     data = {
         "exit_code": report.exit_code,
         "reason": report.reason,

@@ -9,6 +9,7 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.humanize import CONDITION_WORDS, moment, yes_no
 
 if TYPE_CHECKING:
     from worker.waits.intercom import Kind
@@ -45,11 +46,26 @@ def _render_list(data: dict[str, Any]) -> None:
         ui.line("no task is waiting")
     else:
         ui.table(
-            data["waits"],
-            ["task_id", "resume_when", "wait_for", "since", "expires_at", "ready", "last_checked"],
+            [_readable(w) for w in data["waits"]],
+            ["task", "waits for", "since", "expires", "ready", "last checked"],
         )
     if data["quarantined"]:
         ui.warn(f"{data['quarantined']} unreadable wait-state file(s) in wait_states/rejected/")
+
+
+def _readable(wait: dict[str, Any]) -> dict[str, Any]:
+    """One wait in words: what it waits for, and times as dates with how long ago or until."""
+    what = CONDITION_WORDS.get(wait["resume_when"], wait["resume_when"])
+    if wait.get("wait_for"):
+        what = f"{what}: {wait['wait_for']}"
+    return {
+        "task": wait["task_id"],
+        "waits for": what,
+        "since": moment(wait["since"]),
+        "expires": moment(wait["expires_at"]),
+        "ready": yes_no(wait["ready"]),
+        "last checked": moment(wait["last_checked"]) if wait["last_checked"] else "not yet",
+    }
 
 
 @app.command("show")

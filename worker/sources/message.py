@@ -26,6 +26,7 @@ _CACHE_MAX_AGE_S = 2.0
 
 
 _PRIORITY_WORDS = {"urgent": 0, "critical": 0, "high": 2, "medium": 5, "normal": 5, "low": 8}
+PRIORITY_WORDS = tuple(_PRIORITY_WORDS)  # the words a priority may be given in
 
 
 class Message(BaseModel):

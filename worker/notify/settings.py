@@ -1,0 +1,40 @@
+"""Settings of notifications (section `[notify]`): a Telegram bot and a generic webhook."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Event = Literal["needs_approval", "failed", "done", "crash_loop", "daily_budget"]
+DEFAULT_EVENTS: tuple[Event, ...] = ("needs_approval", "failed", "crash_loop", "daily_budget")
+
+
+class TelegramSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # The bot token is read from this environment variable when used, never stored or logged.
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    # Notifications go to these chats, and commands are obeyed from these chats only.
+    chat_ids: list[int] = Field(default_factory=list)
+    api_base: str = Field("https://api.telegram.org", pattern=r"^https?://")
+    # Long polling during `worker serve` (Telegram's own examples use 25-30 s).
+    poll_timeout_s: int = Field(25, ge=0, le=50)
+
+
+class WebhookSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # e.g. https://ntfy.sh/ (with `topic`) or a Slack incoming-webhook URL
+    url: str | None = Field(None, pattern=r"^https?://")
+    topic: str | None = None  # ntfy's topic when the URL is the server's root
+
+
+class NotifySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS))
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    send_timeout_s: float = Field(10.0, gt=0)
+    max_attempts: int = Field(20, ge=1)  # then the notification is given up (still listed)
