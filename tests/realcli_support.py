@@ -17,9 +17,10 @@ import pytest
 REALCLI_BIN = Path(__file__).parent / "realcli" / "node_modules" / ".bin"
 
 
-def real_cli(name: str) -> Path:
-    """The pinned CLI; the test is skipped, saying why, when node or the CLI is missing, and
-    fails instead in CI (`CI` or `REALCLI_REQUIRED` set, as `.ci/run` does)."""
+def real_cli(name: str, *, module: bool = False) -> Path:
+    """The pinned CLI; the test (`module`: the whole module) is skipped, saying why, when node
+    or the CLI is missing, and fails instead in CI (`CI` or `REALCLI_REQUIRED` set, as
+    `.ci/run` does)."""
     path = REALCLI_BIN / name
     problem = None
     if shutil.which("node") is None:
@@ -29,7 +30,7 @@ def real_cli(name: str) -> Path:
     if problem and (os.environ.get("CI") or os.environ.get("REALCLI_REQUIRED")):
         pytest.fail(problem)
     if problem:
-        pytest.skip(problem)
+        pytest.skip(problem, allow_module_level=module)
     return path
 
 

@@ -23,17 +23,11 @@ import psutil
 import pytest
 
 from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_use
+from tests.realcli_support import real_cli
 
-from .conftest import REAL_CLAUDE, run_with_real_claude, state_of, write_message
+from .conftest import run_with_real_claude, state_of, write_message
 
-if not REAL_CLAUDE.exists():
-    if os.environ.get("CI") or os.environ.get("REALCLI_REQUIRED"):
-        raise RuntimeError(f"{REAL_CLAUDE} is missing: run `npm ci --prefix tests/realcli`")
-    pytest.skip(
-        f"the real Claude Code is not installed ({REAL_CLAUDE}); "
-        "run `npm ci --prefix tests/realcli --no-audit --no-fund`",
-        allow_module_level=True,
-    )
+real_cli("claude", module=True)
 
 pytestmark = pytest.mark.slow
 
