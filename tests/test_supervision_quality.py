@@ -5,6 +5,8 @@ Each test is one rule of the README's "The supervisor" section, told as a story 
 
 from __future__ import annotations
 
+import json
+
 from worker.models import AgentEvent, EventKind, InfraKind
 from worker.supervision.anomaly import Anomaly
 from worker.supervision.detectors import StreamDetectors
@@ -202,3 +204,29 @@ def test_parallel_calls_failing_in_one_turn_are_not_a_cascade() -> None:
 def test_supervision_off_reports_no_infrastructure_failure() -> None:
     """The contract the task loop calls: the null supervisor has nothing to report."""
     assert NullSupervisor().infra_failure() is None
+
+
+def test_the_live_claude_adapter_reports_plain_user_text_for_the_detectors() -> None:
+    """A harness's rejection arrives in Claude's stream as plain user text: the adapter's own
+    normaliser (what a live run uses, not only `worker inspect`) turns it into an event, and
+    the same rejection three times is a repeated error while the agent runs."""
+    from worker.agents.claude_stream import normalise_line
+
+    text = "Format error: your answer must contain EXACTLY ONE bash code block. Try again."
+    rejection = {"type": "user", "message": {"role": "user", "content": text}}
+    answer = {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "Answer."}]},
+    }
+    lines = [json.dumps(obj) for _ in range(3) for obj in (answer, rejection)]
+    events = [event for i, line in enumerate(lines) for event in normalise_line(line, i)]
+    user = [e for e in events if e.kind is EventKind.OTHER and e.raw_type == "user"]
+    assert [e.text for e in user] == [text] * 3
+    _, found = observe(events)
+    assert "repeated_error" in kinds(found)
+    tool_result = {
+        "type": "user",
+        "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    }
+    (only,) = normalise_line(json.dumps(tool_result), 0)
+    assert only.kind is EventKind.TOOL_RESULT  # a tool's answer is not user text

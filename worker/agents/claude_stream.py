@@ -61,8 +61,17 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
         return [
             AgentEvent(EventKind.OTHER, index, subtype=_str(obj.get("subtype")), raw_type="system")
         ]
-    if kind in ("assistant", "user"):
+    if kind == "assistant":
         return _message_events(obj, index, kind)
+    if kind == "user":
+        events = _message_events(obj, index, kind)
+        if not any(e.kind is EventKind.TOOL_RESULT for e in events):
+            # Plain user text: a harness's rejection or a user's correction. The run has no
+            # use for it, but the supervisor counts the same one coming back again and again.
+            text = _user_text(obj.get("message"))
+            if text:
+                events.append(AgentEvent(EventKind.OTHER, index, text=text, raw_type=kind))
+        return events
     if kind == "rate_limit_event":
         info = obj.get("rate_limit_info") or {}
         if not isinstance(info, dict):
@@ -150,6 +159,19 @@ def auth_failure(words: str, status: int | None) -> InfraFailure:
 def normalise_lines(lines: Iterable[str]) -> Iterator[AgentEvent]:
     for index, line in enumerate(lines):
         yield from normalise_line(line, index)
+
+
+def _user_text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    parts = [
+        str(block.get("text", ""))
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    return "\n".join(parts)
 
 
 def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEvent]:

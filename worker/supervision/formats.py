@@ -114,7 +114,7 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
         return found, _events(lines, codex_object)
     if found == "gemini":
         return found, gemini_events(lines)
-    return found, _events(lines, _claude_object)
+    return found, _events(lines, normalise_object)
 
 
 def _whole_document(text: str) -> Any:
@@ -161,30 +161,6 @@ def _histories(whole: Any, lines: list[str]) -> list[Any]:
         elif isinstance(obj, dict):
             events.append(obj)
     return events
-
-
-def _claude_object(obj: dict[str, Any], index: int) -> list[AgentEvent]:
-    """Claude's events, plus the plain text of user turns (a harness's rejection, a user's
-    correction), which the adapter has no use for but the detectors count."""
-    events = normalise_object(obj, index)
-    if obj.get("type") == "user" and not any(e.kind is EventKind.TOOL_RESULT for e in events):
-        text = _user_text(obj.get("message"))
-        if text:
-            events.append(AgentEvent(EventKind.OTHER, index, text=text, raw_type="user"))
-    return events
-
-
-def _user_text(message: Any) -> str:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    blocks = content if isinstance(content, list) else []
-    parts = [
-        str(block.get("text", ""))
-        for block in blocks
-        if isinstance(block, dict) and block.get("type") == "text"
-    ]
-    return "\n".join(parts)
 
 
 def _events(lines: list[str], normalise: Any) -> Iterator[AgentEvent]:
