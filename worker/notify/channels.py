@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +65,11 @@ def webhook_body(title: str, text: str, event: str, task_id: str | None, topic: 
 
 def post_json(url: str, payload: Any, timeout_s: float) -> Any:
     """POST JSON, return the JSON answer (or None for an empty or non-JSON one)."""
+    # Imported here, not at the top: urllib.request brings http.client, ssl and email (about
+    # 15 ms), which every run would pay at start-up though few ever send a notification.
+    import urllib.error
+    import urllib.request
+
     data = json.dumps(payload).encode()
     request = urllib.request.Request(
         url, data=data, method="POST", headers={"Content-Type": "application/json"}
