@@ -6,6 +6,7 @@ part of a clone), and the recorded fixtures the tests read travel with their lic
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,6 +17,11 @@ FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 _SHARED_PATH = re.compile(r"/ [\"']" + "shared" + r"[\"']")
 
 
+# Installed, not ours: a virtual environment, the npm-installed agent CLIs (whose bundles
+# name their own sibling folders), git's own files.
+_INSTALLED = frozenset({".git", ".venv", "node_modules"})
+
+
 def _tracked_files() -> list[Path]:
     try:
         out = subprocess.run(
@@ -23,11 +29,10 @@ def _tracked_files() -> list[Path]:
         ).stdout.decode()
         names = [name for name in out.split("\0") if name]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout: walk the tree
-        names = [
-            str(p.relative_to(REPO))
-            for p in REPO.rglob("*")
-            if p.is_file() and ".git" not in p.parts and ".venv" not in p.parts
-        ]
+        names = []
+        for folder, dirs, files in os.walk(REPO):
+            dirs[:] = [d for d in dirs if d not in _INSTALLED]
+            names += [str((Path(folder) / f).relative_to(REPO)) for f in files]
     return [REPO / name for name in names if (REPO / name).is_file()]
 
 
