@@ -12,13 +12,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import run_worker, write_message
+from tests.conftest import FakeAgent, run_worker, write_message
 from tests.pg import PASSWORD, PgCluster
+from worker.config import load_settings
 from worker.errors import ExitCode
 from worker.fleet.claims import PgClaims
 from worker.fleet.db import MIGRATIONS, FleetUnavailable, connect, migrate
 from worker.fleet.link import Link
 from worker.fleet.settings import FleetSettings, redact_url
+from worker.models import Outcome
+from worker.runner import RunOptions, run_once
 from worker.store import Store
 
 _OPEN: list[Link] = []
@@ -291,3 +294,29 @@ def test_the_fleet_order_hook_stays_silent_for_a_workspace_without_a_fleet(
     from worker.fleet.orders import FleetOrders
 
     assert FleetOrders(load_settings(tmp_path, env={})).orders() == []
+
+
+def test_the_daily_cap_is_the_fleets_with_a_fleet_database(
+    tmp_path: Path, pg_url: str, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`daily_cost_cap_usd` with a fleet database counts every machine's spend: after one
+    machine spends $0.06 of a $0.05 cap, another machine's next task waits for tomorrow."""
+    monkeypatch.setenv("WORKER_FLEET__DATABASE_URL", pg_url)
+    monkeypatch.setenv("WORKER_DAILY_COST_CAP_USD", "0.05")
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    monkeypatch.setenv("WORKER_ALLOW_INBOX_IN_WORKSPACE", "true")
+    fake_claude.answers({"status": "success", "reason": "done", "cost": 0.06})
+    reports = {}
+    for machine in ("m-first", "m-second"):
+        ws = tmp_path / machine
+        (ws / "inbox").mkdir(parents=True)
+        monkeypatch.setenv("WORKER_INBOX", str(ws / "inbox"))
+        monkeypatch.setenv("WORKER_MACHINE_ID", machine)
+        write_message(ws, f"msg-{machine}", to=machine)
+        reports[machine] = run_once(load_settings(ws), RunOptions())
+    assert reports["m-first"].outcome is Outcome.SUCCESS
+    second = reports["m-second"]
+    assert (second.task_id, second.outcome) == ("msg-m-second", Outcome.WAITING)
+    assert "DAILY_BUDGET_REACHED" in second.reason_codes
+    assert len(fake_claude.task_calls) == 1  # the second machine's task never reached the agent

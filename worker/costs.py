@@ -113,11 +113,14 @@ def spent_today(store: Store, machine_id: str, now: datetime | None = None) -> f
 
 
 def daily_cap_reached(settings: Settings, store: Store) -> float | None:
-    """Today's spend when `daily_cost_cap_usd` is set and reached; otherwise None."""
+    """Today's spend when `daily_cost_cap_usd` is set and reached; otherwise None. With a
+    fleet database the cap is the fleet's: the other machines' finished runs count too."""
     cap = settings.daily_cost_cap_usd
     if cap is None:
         return None
     spent = spent_today(store, settings.machine_id)
+    if store.history is not None:
+        spent += store.history.others_spent_today(settings.machine_id)
     return spent if spent >= cap else None
 
 

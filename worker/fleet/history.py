@@ -58,6 +58,17 @@ class PgHistory:
             (*known.values(), json.dumps(rest, default=str), fleet_id, self.machine_id, self.host),
         )
 
+    def others_spent_today(self, machine_id: str) -> float:
+        """What the other machines' runs spent since 00:00 UTC (the database's clock), for a
+        fleet-wide daily cap; this machine's own spend is in its SQLite store."""
+        rows = self.link.run(
+            "SELECT COALESCE(SUM((fields->>'cost_usd')::float8), 0) AS usd FROM fleet_runs"
+            " WHERE machine_id <> %s AND fields ? 'cost_usd'"
+            " AND started_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+            (machine_id,),
+        )
+        return float(rows[0]["usd"]) if rows else 0.0
+
     def decision(self, run_id: int | None, fields: dict[str, Any]) -> None:
         fleet_id = self._fleet_ids.get(run_id) if run_id is not None else None
         self.link.run(
