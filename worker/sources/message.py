@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker.errors import describe_validation
-from worker.fsutil import atomic_write_text, json_files
+from worker.fsutil import atomic_write_text
 from worker.platform.names import portable_name
 
 _CACHE_MAX_AGE_S = 2.0
@@ -81,6 +81,7 @@ class InboxEntry:
 
 
 _cache: dict[tuple[str, str], tuple[int, float, list[InboxEntry]]] = {}
+_clock = time.monotonic
 
 
 def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
@@ -91,54 +92,85 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
         return []
     key = (str(folder), machine_id)
     cached = _cache.get(key)
-    now = time.monotonic()
-    if cached is not None and cached[0] == mtime and now - cached[1] < _CACHE_MAX_AGE_S:
+    if cached is not None and cached[0] == mtime and _clock() - cached[1] < _CACHE_MAX_AGE_S:
         return cached[2]
-    needles = (b'"all"', json.dumps(machine_id).encode())
+    entries = _read_addressed(folder, machine_id)
+    # The age counts from the end of the read: a read longer than the maximum age (a large
+    # inbox, a loaded machine) is still reused by the run's other readers.
+    _cache[key] = (mtime, _clock(), entries)
+    return entries
+
+
+def _read_addressed(folder: Path, machine_id: str) -> list[InboxEntry]:
+    messages, others = _listing(folder)
     entries = [
-        InboxEntry(path, None, "not a message: a message is a JSON file named *.json")
-        for path in _other_files(folder)
+        InboxEntry(folder / name, None, "not a message: a message is a JSON file named *.json")
+        for name in others
     ]
-    for path in json_files(folder):
+    needles = (b'"all"', json.dumps(machine_id).encode())
+    base = os.path.join(folder, "")
+    for name in messages:
         try:
-            raw = path.read_bytes()
+            raw = _read_bytes(base + name)
         except FileNotFoundError:
             continue  # taken by another run meanwhile
         except OSError as exc:
-            entries.append(InboxEntry(path, None, f"unreadable: {exc}"))
+            entries.append(InboxEntry(folder / name, None, f"unreadable: {exc}"))
             continue
-        if raw.lstrip()[:1] != b"{":
-            entries.append(InboxEntry(path, None, "not JSON: a message is one JSON object"))
+        if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+            entries.append(
+                InboxEntry(folder / name, None, "not JSON: a message is one JSON object")
+            )
             continue
-        if not any(needle in raw for needle in needles):
+        if needles[0] not in raw and needles[1] not in raw:
             continue  # a message for another machine is never parsed
         try:
-            entries.append(InboxEntry(path, Message.model_validate_json(raw)))
+            entries.append(InboxEntry(folder / name, Message.model_validate_json(raw)))
         except ValidationError as exc:
             problems = describe_validation(exc, root="message")
-            entries.append(InboxEntry(path, None, f"invalid message: {problems}"))
-    _cache[key] = (mtime, now, entries)
+            entries.append(InboxEntry(folder / name, None, f"invalid message: {problems}"))
     return entries
+
+
+def _read_bytes(path: str) -> bytes:
+    """A whole file through the plain system calls: no `Path`, no buffered file object (a
+    large inbox is mostly this loop)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 # Files a sync client or an editor is still writing: theirs, not ours to move.
 _IN_PROGRESS = (".tmp", ".part", ".partial", ".crdownload", ".download", "~", ".swp")
+# Names sort as `Path` objects did: case-folded where the file system ignores case.
+_name_key = str.lower if os.name == "nt" else None
 
 
-def _other_files(folder: Path) -> list[Path]:
-    """Files of the inbox folder that cannot be messages (not `*.json`), sorted."""
+def _listing(folder: Path) -> tuple[list[str], list[str]]:
+    """One pass over the folder: the names of its message files (`*.json`, not hidden) and of
+    its other files (not hidden, not being written), each sorted."""
+    messages: list[str] = []
+    others: list[str] = []
     try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                Path(e.path)
-                for e in entries
-                if not e.name.endswith(".json")
-                and not e.name.startswith((".", "~"))
-                and not e.name.lower().endswith(_IN_PROGRESS)
-                and e.is_file()
-            )
+        with os.scandir(folder) as found:
+            for entry in found:
+                name = entry.name
+                if name.startswith(".") or not entry.is_file():
+                    continue
+                if name.endswith(".json"):
+                    messages.append(name)
+                elif not name.startswith("~") and not name.lower().endswith(_IN_PROGRESS):
+                    others.append(name)
     except OSError:
-        return []
+        return [], []
+    messages.sort(key=_name_key)
+    others.sort(key=_name_key)
+    return messages, others
 
 
 def outbox(inbox: Path) -> Path:
