@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import ROUNDS, child_env, environment_note, interleaved, summary, worker  # noqa: E402
+from timing import ROUNDS, child_env, environment_note, interleaved, summary, worker
 
 GOALS = {"help": 3.0, "dry_run": 5.0, "status": 5.0}
 
