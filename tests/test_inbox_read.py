@@ -99,3 +99,25 @@ def test_a_message_larger_than_one_read_is_read_whole(tmp_path: Path) -> None:
 
 def test_a_missing_folder_has_no_messages(tmp_path: Path) -> None:
     assert addressed_messages(tmp_path / "nowhere", "me") == []
+
+
+def test_a_message_rewritten_in_place_with_its_size_and_mtime_is_read_anew_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No index keyed by name, size and mtime: every run reads every file (only the parse is
+    skipped for other machines' messages), so a change that keeps size and mtime is seen."""
+    path = _drop(tmp_path, "m.json", "someone-else")
+    stat, folder = path.stat(), tmp_path.stat()
+    now = [0.0]
+    monkeypatch.setattr(inbox_read, "_clock", lambda: now[0])
+    assert addressed_messages(tmp_path, "me") == []
+    same_size = path.read_text().replace('"someone-else"', '"all"' + " " * 9)
+    fd = os.open(path, os.O_WRONLY)  # in place: same inode, same length
+    os.write(fd, same_size.encode())
+    os.close(fd)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.utime(tmp_path, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size
+    now[0] += inbox_read._CACHE_MAX_AGE_S  # the next run (or this one, a moment later)
+    (entry,) = addressed_messages(tmp_path, "me")
+    assert entry.message is not None and entry.message.to == "all"
