@@ -3,7 +3,9 @@
 Several parts of a run look at the inbox (new tasks, control orders, replies to waiting
 tasks). `addressed_messages` reads the folder once and parses only the files that mention
 this machine or `all`; the others are never parsed. The result is reused while the folder is
-unchanged (its mtime: atomic writes and renames change it) for at most a few seconds.
+unchanged (its mtime: atomic writes and renames change it) for at most a few seconds after the
+read ended. Files are read whole on every run (no index by name, size and mtime): a message
+rewritten in place is never missed, and an inbox of a million files is one pass of reads.
 """
 
 from __future__ import annotations
