@@ -104,75 +104,71 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
 
 
 def _read_addressed(folder: Path, machine_id: str) -> list[InboxEntry]:
-    messages, others = _listing(folder)
-    entries = [
-        InboxEntry(folder / name, None, "not a message: a message is a JSON file named *.json")
-        for name in others
-    ]
+    """One pass over the folder in its own order (no list of every name, no sort of them):
+    files that cannot be messages first, then the messages that may concern us, by name."""
     needles = (b'"all"', json.dumps(machine_id).encode())
-    base = os.path.join(folder, "")
-    for name in messages:
-        try:
-            raw = _read_bytes(base + name)
-        except FileNotFoundError:
-            continue  # taken by another run meanwhile
-        except OSError as exc:
-            entries.append(InboxEntry(folder / name, None, f"unreadable: {exc}"))
-            continue
-        if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
-            entries.append(
-                InboxEntry(folder / name, None, "not JSON: a message is one JSON object")
-            )
-            continue
-        if needles[0] not in raw and needles[1] not in raw:
-            continue  # a message for another machine is never parsed
-        try:
-            entries.append(InboxEntry(folder / name, Message.model_validate_json(raw)))
-        except ValidationError as exc:
-            problems = describe_validation(exc, root="message")
-            entries.append(InboxEntry(folder / name, None, f"invalid message: {problems}"))
-    return entries
+    others: list[InboxEntry] = []
+    found: list[InboxEntry] = []
+    try:
+        scan = os.scandir(folder)
+    except OSError:
+        return []
+    with scan:
+        for entry in scan:
+            name = entry.name
+            if name.startswith(".") or not entry.is_file():
+                continue
+            if not name.endswith(".json"):
+                if not name.startswith("~") and not name.lower().endswith(_IN_PROGRESS):
+                    others.append(InboxEntry(folder / name, None, _NOT_A_MESSAGE))
+                continue
+            try:
+                raw = _read_bytes(entry.path)
+            except FileNotFoundError:
+                continue  # taken by another run meanwhile
+            except OSError as exc:
+                found.append(InboxEntry(folder / name, None, f"unreadable: {exc}"))
+                continue
+            if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+                found.append(InboxEntry(folder / name, None, _NOT_JSON))
+                continue
+            if needles[0] not in raw and needles[1] not in raw:
+                continue  # a message for another machine is never parsed
+            try:
+                found.append(InboxEntry(folder / name, Message.model_validate_json(raw)))
+            except ValidationError as exc:
+                problems = describe_validation(exc, root="message")
+                found.append(InboxEntry(folder / name, None, f"invalid message: {problems}"))
+    others.sort(key=_by_name)
+    found.sort(key=_by_name)
+    return others + found
 
 
 def _read_bytes(path: str) -> bytes:
     """A whole file through the plain system calls: no `Path`, no buffered file object (a
     large inbox is mostly this loop)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    fd = os.open(path, _O_READ)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        raw = os.read(fd, _CHUNK)
+        # Until end of file: a short read is not the end on every file system (FUSE, SMB).
+        while chunk := os.read(fd, _CHUNK):
+            raw += chunk
+        return raw
     finally:
         os.close(fd)
 
 
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_CHUNK = 1 << 16
+_NOT_A_MESSAGE = "not a message: a message is a JSON file named *.json"
+_NOT_JSON = "not JSON: a message is one JSON object"
 # Files a sync client or an editor is still writing: theirs, not ours to move.
 _IN_PROGRESS = (".tmp", ".part", ".partial", ".crdownload", ".download", "~", ".swp")
-# Names sort as `Path` objects did: case-folded where the file system ignores case.
-_name_key = str.lower if os.name == "nt" else None
 
 
-def _listing(folder: Path) -> tuple[list[str], list[str]]:
-    """One pass over the folder: the names of its message files (`*.json`, not hidden) and of
-    its other files (not hidden, not being written), each sorted."""
-    messages: list[str] = []
-    others: list[str] = []
-    try:
-        with os.scandir(folder) as found:
-            for entry in found:
-                name = entry.name
-                if name.startswith(".") or not entry.is_file():
-                    continue
-                if name.endswith(".json"):
-                    messages.append(name)
-                elif not name.startswith("~") and not name.lower().endswith(_IN_PROGRESS):
-                    others.append(name)
-    except OSError:
-        return [], []
-    messages.sort(key=_name_key)
-    others.sort(key=_name_key)
-    return messages, others
+def _by_name(entry: InboxEntry) -> str:
+    """Names sort as `Path` objects do: case-folded where the file system ignores case."""
+    return entry.path.name.lower() if os.name == "nt" else entry.path.name
 
 
 def outbox(inbox: Path) -> Path:
