@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.main import get_group
 
-from worker import __version__
+from worker import __version__, ui
 from worker.errors import ExitCode, WorkerError
 
 # Every command: the module that registers it, and the first paragraph of its help, which
@@ -162,8 +162,6 @@ def _root(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
 ) -> None:
-    from worker import ui
-
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
     )
@@ -174,15 +172,11 @@ def main() -> None:
     try:
         app()
     except WorkerError as exc:
-        from worker import ui
-
         ui.error(str(exc))
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # last resort: a message, and the traceback in the debug log
         logging.getLogger("worker").debug("unexpected error", exc_info=True)
-        from worker import ui
-
         ui.error(f"unexpected {type(exc).__name__}: {exc} (run with -v for details)")
         sys.exit(int(ExitCode.TASK_FAILED))
