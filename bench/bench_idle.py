@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,7 @@ def seed(ws: Path, env: dict[str, str], messages: int, waits: int) -> None:
         fd = os.open(inbox / f"m{n}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         os.write(fd, text.encode())
         os.close(fd)
-    (ws / "worker.toml").write_text("[fallback]\nenabled = false\n")
+    (ws / "worker.toml").write_text('inbox_dir = "inbox"\n\n[fallback]\nenabled = false\n')
     (ws / "wait_states").mkdir()
     # Recorded by worker's own code, in a process of their own: this one stays small, so the
     # peak memory the OS reports for its children is theirs.
@@ -87,30 +88,45 @@ def record_waits(ws: Path, waits: int) -> None:
             save_wait(settings, WaitState.model_validate(state), store, name=f"w{n}.json")
 
 
-def case(messages: int, waits: int, rounds: int) -> dict[str, object]:
+def case(messages: int, waits: int, rounds: int, breakdown: bool) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp) / "ws"
+        ws, empty = Path(tmp) / "ws", Path(tmp) / "empty"
         env = child_env(
             {
                 "XDG_STATE_HOME": str(Path(tmp) / "state"),
                 "WORKER_MACHINE_ID": "bench",
-                "WORKER_INBOX": str(ws / "inbox"),
                 "WORKER_ALLOW_INBOX_IN_WORKSPACE": "true",
             }
         )
         seed(ws, env, messages, waits)
+        seed(empty, env, 0, 0)
         commands = {
             "floor": [sys.executable, "-c", FLOOR, str(ws / "inbox"), str(ws / "wait_states")],
             "idle_run": worker("run", "--json", "--workspace", str(ws)),
         }
+        if breakdown:  # the same two with nothing to read: what start-up costs each
+            commands["python_c_pass"] = [sys.executable, "-c", "pass"]
+            commands["empty_idle_run"] = worker("run", "--json", "--workspace", str(empty))
         samples = interleaved(commands, env, rounds)
     floor = samples["floor"]
-    return {
+    out: dict[str, object] = {
         "messages": messages,
         "wait_states": waits,
         "floor": summary(floor),
         "idle_run": summary(samples["idle_run"], floor),
     }
+    if breakdown:
+        med = {name: statistics.median(s.wall_s for s in runs) for name, runs in samples.items()}
+        worker_s = med["idle_run"] - med["empty_idle_run"]
+        floor_s = med["floor"] - med["python_c_pass"]
+        out["beyond_start_up"] = {
+            "idle_run_minus_empty_idle_run_s": round(worker_s, 4),
+            "floor_minus_python_c_pass_s": round(floor_s, 4),
+            "ratio": round(worker_s / floor_s, 2),
+            "empty_idle_run_s": round(med["empty_idle_run"], 4),
+            "python_c_pass_s": round(med["python_c_pass"], 4),
+        }
+    return out
 
 
 def main() -> None:
@@ -125,12 +141,12 @@ def main() -> None:
         return
     rounds = max(ROUNDS, args.rounds)
     out: dict[str, object] = {"environment": environment_note()}
-    small = case(args.messages, args.waits, rounds)
+    small = case(args.messages, args.waits, rounds, breakdown=True)
     small["goal_ratio"] = 1.5
     small["meets_goal"] = small["idle_run"]["ratio_wall"] <= 1.5  # type: ignore[index]
     out["idle"] = small
     if os.environ.get("WORKER_BENCH_1M"):
-        large = case(1_000_000, 0, rounds)
+        large = case(1_000_000, 0, rounds, breakdown=False)
         run = large["idle_run"]
         large["goal_ratio"], large["goal_peak_mb"] = 1.2, 300
         large["meets_goal"] = run["ratio_wall"] <= 1.2 and run["peak_mb"] <= 300  # type: ignore[index]
