@@ -2,10 +2,10 @@
 
 The corpus is a folder with an `index.json`: one entry per transcript with its `label`
 (`stuck` or `healthy`), its `split` (`tune`: the transcripts the thresholds were chosen on;
-`holdout`: transcripts set aside before any detector ran on them, never used to tune), and for
-a stuck one `stuck_at`, the position (`AgentEvent.index`: the
-0-based line of a JSON-lines file, the step of a SWE-agent `.traj`, the message of a
-mini-swe-agent `.traj.json`) of the first event where a careful reader calls it stuck.
+`holdout`: transcripts set aside before any detector ran on them, never used to tune), and
+for a stuck one `stuck_at`, the position (`AgentEvent.index`: the 0-based line of a
+JSON-lines file, the step of a SWE-agent `.traj`, the message of a mini-swe-agent
+`.traj.json`) of the first event where a careful reader calls it stuck.
 
 An *alarm* is the first urgent finding of a kind that stops the agent (a loop, a repeated
 error, a repeated message, an oscillation, a CLI error that keeps coming back) or the PACE
