@@ -3,7 +3,6 @@ moves when a changed file changes again, when a commit is made, and only then.""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,7 @@ import pytest
 from worker import workspace_git
 from worker.workspace_git import changed_files, diff_digest, work_state
 
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+from .conftest import git
 
 
 @pytest.fixture
