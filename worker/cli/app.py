@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 from typing import Any
 
@@ -11,7 +10,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.main import get_group
 
-from worker import __version__, ui
+from worker import __version__
 from worker.errors import ExitCode, WorkerError
 
 # Every command: the module that registers it, and the first paragraph of its help, which
@@ -162,6 +161,12 @@ def _root(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
 ) -> None:
+    # Here, not at the top: `worker --help` never gets this far, and logging (with Rich, which
+    # ui loads on first use) is a tenth of its start-up.
+    import logging
+
+    from worker import ui
+
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
     )
@@ -172,11 +177,17 @@ def main() -> None:
     try:
         app()
     except WorkerError as exc:
+        from worker import ui
+
         ui.error(str(exc))
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # last resort: a message, and the traceback in the debug log
+        import logging
+
+        from worker import ui
+
         logging.getLogger("worker").debug("unexpected error", exc_info=True)
         ui.error(f"unexpected {type(exc).__name__}: {exc} (run with -v for details)")
         sys.exit(int(ExitCode.TASK_FAILED))
