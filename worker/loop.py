@@ -139,10 +139,13 @@ class _TaskRun:
             self.result.modes.append(self.mode.id)
 
     def run(self) -> TaskResult:
+        """Iterations of gather -> act -> verify -> decide what comes next, until one ends it."""
         while True:
+            # --model, else the model a resumed task waited with (in its mode), else the mode's.
+            start = self.start
             self.model = (
                 self.ctx.forced_model
-                or (self.start.model if self.mode.id == self.start.mode else None)
+                or (start.model if self.mode.id == start.mode else None)
                 or self.mode.model
             )
             ended = self.limits_reached()
