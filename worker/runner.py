@@ -307,14 +307,7 @@ def _observe(
     try:
         return _snapshot(settings, sources, store, options, dry_run=False)
     except Exception as exc:
-        store.record_decision(
-            run_id,
-            machine_id=settings.machine_id,
-            reason_codes=["ERROR"],
-            candidates={},
-            latency_ms=(time.monotonic() - t0) * 1000,
-            error=str(exc),
-        )
+        _record_error(settings, store, run_id, str(exc), (time.monotonic() - t0) * 1000)
         raise
 
 
@@ -380,15 +373,22 @@ def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> Non
     if failure is None:
         return
     message = f"{failure.message}. No task was taken."
+    _record_error(settings, store, run_id, message, 0.0)
+    raise ConfigError(message)
+
+
+def _record_error(
+    settings: Settings, store: Store, run_id: int, error: str, latency_ms: float
+) -> None:
+    """The decision of a run that an error kept from taking a task (what `worker why` shows)."""
     store.record_decision(
         run_id,
         machine_id=settings.machine_id,
         reason_codes=["ERROR"],
         candidates={},
-        latency_ms=0.0,
-        error=message,
+        latency_ms=latency_ms,
+        error=error,
     )
-    raise ConfigError(message)
 
 
 def _claim(
