@@ -273,8 +273,8 @@ class _TaskRun:
         """An infrastructure failure or a usage limit: not the task's failure."""
         result, start = self.result, self.start
         if agent.infra is not None:
-            # Not the task's failure: released as it was, or a timed wait (worker/infra.py).
-            # An answer the model never read is kept for the retry (the first one, if the
+            # Released as it was, or a timed wait (worker/infra.py). An answer
+            # the model never read is kept for the retry (the first one, if the
             # outage outlasted a wait already).
             unread = (start.pending_answer or self.answer) if self.answer is not None else None
             point = self.wait_point(agent.final_text)
