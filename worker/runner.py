@@ -21,7 +21,6 @@ from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, Task, TaskResult
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.notify.events import on_run_start
-from worker.orphans import end_orphans
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import Listing, TaskSource
@@ -286,6 +285,8 @@ def _recover(
 ) -> tuple[list[str], list[str]]:
     """The agents dead runs left working, ended; then the claims whose lease ran out, given
     back (in that order: before any claim comes back, its orphan agent has ended)."""
+    from worker.orphans import end_orphans  # psutil: not for a dry run
+
     orphans = end_orphans(store, settings.machine_id)
     recovered = []
     for source in sources:

@@ -1,35 +1,46 @@
-"""The built-in adapters, in one ordered table; a mode's `agent` key picks one."""
+"""The built-in adapters, in one ordered table; a mode's `agent` key picks one.
+
+The table names each adapter's module and class: the module is imported when its agent is
+used, so a run (or a dry run) loads the configured adapter only, not all four (each brings its
+stream parser, and all of them the process layer).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from worker.agents.base import AgentAdapter
-from worker.agents.claude import ClaudeAdapter
-from worker.agents.codex import CodexAdapter
-from worker.agents.command import CommandAdapter
-from worker.agents.gemini import GeminiAdapter
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.modes import Mode, permission_args
 
-_ADAPTERS: dict[str, Callable[[Settings, Mode], AgentAdapter]] = {
-    "claude": lambda s, m: ClaudeAdapter(s.claude_bin, cap_bytes=s.output_cap_bytes),
-    "codex": lambda s, m: CodexAdapter(s.codex_bin, cap_bytes=s.output_cap_bytes),
-    "gemini": lambda s, m: GeminiAdapter(s.gemini_bin, cap_bytes=s.output_cap_bytes),
-    "command": lambda s, m: CommandAdapter(list(m.command or []), cap_bytes=s.output_cap_bytes),
+if TYPE_CHECKING:
+    from worker.agents.base import AgentAdapter
+
+# agent -> (module under worker.agents, adapter class)
+_ADAPTERS: dict[str, tuple[str, str]] = {
+    "claude": ("claude", "ClaudeAdapter"),
+    "codex": ("codex", "CodexAdapter"),
+    "gemini": ("gemini", "GeminiAdapter"),
+    "command": ("command", "CommandAdapter"),
 }
 
 
 def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     try:
-        factory = _ADAPTERS[mode.agent]
+        module_name, class_name = _ADAPTERS[mode.agent]
     except KeyError:
         known = ", ".join(_ADAPTERS)
         raise ConfigError(
             f"mode {mode.id!r}: unknown agent {mode.agent!r} (known: {known})"
         ) from None
-    return factory(settings, mode)
+    module = importlib.import_module(f"worker.agents.{module_name}")
+    adapter: Callable[..., AgentAdapter] = getattr(module, class_name)
+    if mode.agent == "command":
+        return adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
+    executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
+    return adapter(executable, cap_bytes=settings.output_cap_bytes)
 
 
 __all__ = ["adapter_for", "permission_args"]

@@ -12,7 +12,7 @@ from worker.config import Settings
 from worker.costs import DAILY_BUDGET_REACHED
 from worker.errors import MalformedInput
 from worker.models import Outcome, TaskResult
-from worker.notify import outbox, telegram
+from worker.notify import outbox
 from worker.store import Store
 from worker.waits.state import load_wait_state
 
@@ -37,6 +37,10 @@ def on_run_start(settings: Settings, store: Store) -> None:
     retry the notifications earlier runs could not send."""
     if not outbox.channels(settings):
         return
+    # Here, not at the top: the bot's commands reach the kernel's orders, the waits and the
+    # status summary, which a run with no channel configured never needs.
+    from worker.notify import telegram
+
     try:
         if not telegram.polling.is_set():
             telegram.poll(settings, store)

@@ -31,11 +31,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, AnyStr
+from typing import TYPE_CHECKING, Any, AnyStr
 
-import psutil
+from worker.lazyimport import lazy
 
-from worker.platform import winjob
+if TYPE_CHECKING:
+    import psutil
+
+    from worker.platform import winjob
+else:  # loaded when a process is first looked at: an idle or dry run never does
+    psutil = lazy("psutil")
+    winjob = lazy("worker.platform.winjob")
 
 log = logging.getLogger(__name__)
 
