@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape as sax_escape
 
 import pytest
 
+from tests.conftest import git, write_message
 from worker.daemon.schedule import escape
 
 
@@ -36,6 +37,65 @@ def test_a_json_dry_run_loads_neither_rich_nor_xml_sax(workspace: Path) -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich' or m == 'xml.sax'))\n"
     )
     assert _modules_after(code) == "[]"
+
+
+# Modules a dry run never uses: the adapters it does not run, the notification channels (the
+# bot's commands), the fleet's database and psycopg, the process layer's psutil and ctypes
+# (`worker.lazyimport` binds them unexecuted), the GitHub and git libraries with no repository
+# configured, Rich and the reviewers.
+NEVER_IN_A_DRY_RUN = (
+    "worker.agents.base",
+    "worker.agents.codex",
+    "worker.agents.gemini",
+    "worker.agents.command",
+    "worker.notify.telegram",
+    "worker.fleet.session",
+    "worker.fleet.db",
+    "worker.review.run",
+    "worker.orphans",
+    "worker.tasks",
+    "worker.loop",
+    "psycopg",
+    "psutil._common",
+    "ctypes",
+    "github",
+    "git",
+    "rich",
+)
+
+
+def _dry_run_modules(ws: Path) -> set[str]:
+    """Every module (and package) loaded by `worker run --dry-run --json` in `ws`; a module that
+    `worker.lazyimport` bound but never executed does not count."""
+    code = (
+        "import sys, importlib.util\n"
+        "from worker.cli.app import app\n"
+        f"sys.argv = ['worker', 'run', '--dry-run', '--json', '--workspace', {str(ws)!r}]\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "lazy = importlib.util._LazyModule\n"
+        "print(' '.join(n for n, m in sys.modules.items() if not isinstance(m, lazy)))\n"
+    )
+    names = _modules_after(code).split()
+    return set(names) | {name.split(".")[0] for name in names}
+
+
+def test_a_dry_run_in_a_fresh_repository_imports_only_what_it_uses(workspace: Path) -> None:
+    """Nothing to do: no adapter at all, no notification channel, no fleet, no psutil."""
+    git(workspace, "init", "-q")
+    loaded = _dry_run_modules(workspace)
+    assert "worker.runner" in loaded and "worker.waits.phase0" in loaded  # it did run
+    assert sorted(loaded.intersection(NEVER_IN_A_DRY_RUN)) == []
+    assert "worker.agents.claude" not in loaded
+
+
+def test_a_dry_run_with_a_task_loads_the_configured_adapter_only(workspace: Path) -> None:
+    """With a task to take, the dry run shows the agent's command line: the mode's adapter
+    (Claude Code by default) is imported, and no other."""
+    git(workspace, "init", "-q")
+    write_message(workspace, "msg-1")
+    loaded = _dry_run_modules(workspace)
+    assert "worker.agents.claude" in loaded
+    assert sorted(loaded.intersection(NEVER_IN_A_DRY_RUN) - {"worker.agents.base"}) == []
 
 
 @pytest.mark.parametrize("text", ["a & b", "<Command>", "x > y < z", "&amp;", "plain"])
