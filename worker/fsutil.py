@@ -47,13 +47,17 @@ def json_files(folder: Path) -> list[Path]:
     """The `*.json` files of a folder (not hidden, not temporary), sorted; [] if it is missing."""
     try:
         with os.scandir(folder) as entries:
-            return sorted(
-                Path(e.path)
+            names = [
+                e.name
                 for e in entries
                 if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
-            )
+            ]
     except OSError:
         return []
+    # Sorted by name as Path sorts the files of one folder (case-blind on Windows), without
+    # a Path comparison per step: a thousand waits took 8,600 of them.
+    names.sort(key=str.lower if os.name == "nt" else None)
+    return [folder / name for name in names]
 
 
 def subfolders(folder: Path) -> list[Path]:

@@ -55,6 +55,8 @@ _INFRASTRUCTURE = re.compile(
 )
 
 _SCALARS = (str, int, float, bool, type(None))
+# `json.dumps(flat, sort_keys=True, ...)` builds this encoder on every call: half its cost.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 PERMISSION = "permission"
 INFRASTRUCTURE = "infrastructure"
 TOOL = "cascade"  # an ordinary tool failure; the anomaly it feeds is the "cascade" kind
@@ -82,8 +84,7 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     if all(isinstance(value, _SCALARS) for value in args.values()):
         # The common flat case: one regex pass over the JSON instead of one per value.
         flat = {key: value for key, value in args.items() if key not in volatile_keys}
-        text = json.dumps(flat, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return _VOLATILE_VALUE.sub("<id>", text)
+        return _VOLATILE_VALUE.sub("<id>", _CANONICAL.encode(flat))
     return json.dumps(
         strip_volatile(args, volatile_keys),
         sort_keys=True,
