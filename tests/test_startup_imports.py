@@ -41,7 +41,7 @@ def test_a_json_dry_run_loads_neither_rich_nor_xml_sax(workspace: Path) -> None:
 
 # Modules a dry run never uses: the adapters it does not run, the notification channels (the
 # bot's commands), the fleet's database and psycopg, the process layer's psutil and ctypes
-# (`worker.lazyimport` binds them unexecuted), the GitHub and git libraries with no repository
+# (`worker.lazyimport` stands in for them), the GitHub and git libraries with no repository
 # configured, Rich and the reviewers.
 NEVER_IN_A_DRY_RUN = (
     "worker.agents.base",
@@ -56,8 +56,9 @@ NEVER_IN_A_DRY_RUN = (
     "worker.tasks",
     "worker.loop",
     "psycopg",
-    "psutil._common",
+    "psutil",
     "ctypes",
+    "worker.platform.winjob",
     "github",
     "git",
     "rich",
@@ -65,15 +66,13 @@ NEVER_IN_A_DRY_RUN = (
 
 
 def _dry_run_modules(ws: Path) -> set[str]:
-    """Every module (and package) loaded by `worker run --dry-run --json` in `ws`; a module that
-    `worker.lazyimport` bound but never executed does not count."""
+    """Every module (and package) loaded by `worker run --dry-run --json` in `ws`."""
     code = (
-        "import sys, importlib.util\n"
+        "import sys\n"
         "from worker.cli.app import app\n"
         f"sys.argv = ['worker', 'run', '--dry-run', '--json', '--workspace', {str(ws)!r}]\n"
         "try:\n    app()\nexcept SystemExit:\n    pass\n"
-        "lazy = importlib.util._LazyModule\n"
-        "print(' '.join(n for n, m in sys.modules.items() if not isinstance(m, lazy)))\n"
+        "print(' '.join(sys.modules))\n"
     )
     names = _modules_after(code).split()
     return set(names) | {name.split(".")[0] for name in names}
@@ -96,6 +95,23 @@ def test_a_dry_run_with_a_task_loads_the_configured_adapter_only(workspace: Path
     loaded = _dry_run_modules(workspace)
     assert "worker.agents.claude" in loaded
     assert sorted(loaded.intersection(NEVER_IN_A_DRY_RUN) - {"worker.agents.base"}) == []
+
+
+def test_a_lazy_module_is_imported_at_its_first_use_and_reads_through() -> None:
+    """`worker.lazyimport.lazy` imports nothing until an attribute is read, then answers from
+    the real module (a change made to it later is seen too); a missing module fails at use."""
+    code = (
+        "import sys\n"
+        "from worker.lazyimport import lazy\n"
+        "m = lazy('colorsys')\n"
+        "before = 'colorsys' in sys.modules\n"
+        "value = m.rgb_to_hsv(1.0, 0.0, 0.0)\n"
+        "sys.modules['colorsys'].ONE_THIRD = 'changed'\n"
+        "try:\n    lazy('no_such_module_here').x\nexcept ModuleNotFoundError as e:\n"
+        "    missing = e.name\n"
+        "print(before, value, 'colorsys' in sys.modules, m.ONE_THIRD, missing)\n"
+    )
+    assert _modules_after(code) == "False (0.0, 1.0, 1.0) True changed no_such_module_here"
 
 
 @pytest.mark.parametrize("text", ["a & b", "<Command>", "x > y < z", "&amp;", "plain"])
