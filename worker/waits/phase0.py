@@ -22,7 +22,8 @@ from worker.platform.process import alive
 from worker.scheduling import ReadyWait
 from worker.store import Store
 from worker.waits import intercom, record
-from worker.waits.conditions import CheckContext, Verdict, Waiting, registry
+from worker.waits.builtin import registry
+from worker.waits.conditions import CheckContext, Verdict, Waiting
 from worker.waits.expiry import expire
 from worker.waits.github_checks import issue_of
 from worker.waits.github_look import ClientLook, GitHubLook
