@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from worker.config import Settings
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Order, ReplySignal, Snapshot, StaleItem, WaitingFlow
+from worker.kernel.orders import read_orders
 from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
@@ -50,7 +51,7 @@ def observe(
         )
     return dataclasses.replace(
         snap,
-        controls=tuple(control.read_orders(settings, dry_run=dry_run)),
+        controls=tuple(read_orders(settings, dry_run=dry_run)),
         waiting=waiting,
         paused=paused,
         stale=stale,
