@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from worker.config import Settings
 from worker.guard import WorkspaceGuard
@@ -16,15 +15,13 @@ from worker.modes import ModeSet
 from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
 from worker.progress import Tracker, review_step
+from worker.run_report import RunOptions
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
 from worker.store import Store
 from worker.supervision.factory import make_supervisor
 from worker.waits import record
-
-if TYPE_CHECKING:
-    from worker.runner import RunOptions
 
 log = logging.getLogger(__name__)
 
