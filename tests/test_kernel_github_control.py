@@ -26,7 +26,7 @@ from worker.kernel.orders import read_orders
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
 from worker.runner import RunOptions, run_once
-from worker.sources.github import GitHubSource
+from worker.sources.github.source import GitHubSource
 from worker.store import Store
 
 REPO = "acme/app"

@@ -22,7 +22,7 @@ from worker.fleet.settings import FleetSettings
 from worker.notify.settings import NotifySettings
 from worker.retention_settings import RetentionSettings
 from worker.review.settings import ReviewSettings
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings
 from worker.statedir import check_locations, default_state_dir
 from worker.supervision.settings import SupervisionSettings
 from worker.waits.settings import WaitSettings

@@ -31,8 +31,8 @@ from typing import Any
 from worker.config import Settings
 from worker.kernel import control
 from worker.kernel.model import ControlOrder
-from worker.sources.github_client import GitHubClient, make_client
-from worker.sources.github_selection import parse_task_id, task_id
+from worker.sources.github.client import GitHubClient, make_client
+from worker.sources.github.selection import parse_task_id, task_id
 from worker.store import Store
 from worker.waits import record
 from worker.waits.github_look import iso, parse, whole

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from worker.sources.github_selection import parse_task_id
+from worker.sources.github.selection import parse_task_id
 from worker.waits.conditions import CheckContext, Verdict, Waiting, clip, decision_text
 from worker.waits.github_look import GitHubLook, whole
 

@@ -166,7 +166,7 @@ def _waitings(
 
 def _client_look(settings: Settings, store: Store | None) -> GitHubLook | None:
     try:
-        from worker.sources.github_client import make_client
+        from worker.sources.github.client import make_client
 
         return ClientLook(make_client(settings.github, store))
     except Exception as exc:  # no client: the GitHub conditions wait, the rest goes on
