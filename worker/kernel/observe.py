@@ -19,6 +19,7 @@ from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
 from worker.waits import record
+from worker.waits.phase0 import task_of
 from worker.waits.state import wait_state_files
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,6 @@ def observe(
 
 
 def waiting_flows(settings: Settings, skip: set[str]) -> list[WaitingFlow]:
-    from worker.waits.phase0 import task_of
-
     flows = []
     # Only the waits worker recorded; phase 0 sets the other files aside with their reason.
     for path, state in record.trusted(settings, wait_state_files(settings.wait_states)):

@@ -23,6 +23,7 @@ from worker.kernel.decide import decide
 from worker.kernel.model import Act, Action, ControlOrder, Reason, Snapshot
 from worker.kernel.orders import read_orders
 from worker.models import Outcome, Task, TaskResult
+from worker.waits.saving import WaitPoint, save_pause
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +99,6 @@ class StopWatcher:
 def _save_pause(
     settings: Settings, task: Task, result: TaskResult, mode_id: str, action: Action
 ) -> Path:
-    from worker.waits.saving import WaitPoint, save_pause
-
     last = result.iterations[-1] if result.iterations else None
     point = WaitPoint(
         task,
