@@ -14,6 +14,7 @@ docs/architecture.md draws the same layers.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -443,3 +444,29 @@ def test_an_upward_import_names_both_modules_and_layers(tmp_path: Path) -> None:
     [found] = upward(imports(root), layers)
     assert "pkg.deep.leaf -> pkg.top" in found
     assert "'bottom'" in found and "'top'" in found
+
+
+def _names_what_exists(name: str) -> bool:
+    """A path from worker/ or the repository, or `module.attribute` defined in that module; a
+    dotted word whose first part is not a module of ours (`worker.toml`) is not a code name."""
+    if (WORKER / name).exists() or (WORKER.parent / name).exists():
+        return True
+    module, _, attr = name.rpartition(".")
+    files = [WORKER / f"{module}.py", WORKER / module / "__init__.py"]
+    path = next((f for f in files if f.exists()), None)
+    if path is None:
+        return "/" not in name
+    defined = rf"^\s*(def|class) {attr}\b|^{attr}\s*[:=]|^from .* import .*\b{attr}\b"
+    return re.search(defined, path.read_text(encoding="utf-8"), re.M) is not None
+
+
+def test_the_architecture_page_names_what_exists() -> None:
+    """docs/architecture.md stays true to the code: every module, folder or function it names
+    in backticks (`kernel/orders.py`, `sources/github/`, `runner.run_once`) exists, and it
+    draws every layer of `LAYERS`, in order."""
+    page = (WORKER.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    names = re.findall(r"`([a-z_]+(?:/[a-z_]+)*(?:/|\.[A-Za-z_]+))`", page)
+    missing = [name for name in dict.fromkeys(names) if not _names_what_exists(name)]
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+    drawn = re.findall(r"^ ([a-z]+) ", page, re.M)
+    assert drawn == [layer.name for layer in LAYERS]
