@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 from worker.config import Settings
 from worker.kernel import control, intercom_orders
-from worker.kernel.github_hook import GitHubControl
 from worker.kernel.model import ControlOrder
 
 log = logging.getLogger(__name__)
@@ -41,10 +40,13 @@ def read_orders(
 def hooks(settings: Settings) -> list[Callable[[Settings], control.ControlHook]]:
     """The built-in hooks this configuration turns on, then the registered ones."""
     built_in: list[Callable[[Settings], control.ControlHook]] = []
+    # Imported here, as the sources do: a run without GitHub loads no GitHub code (nor
+    # tenacity), and psycopg takes about 100 ms to import, which only a fleet needs.
     if settings.github.repos:
+        from worker.kernel.github_hook import GitHubControl
+
         built_in.append(GitHubControl)
     if settings.fleet.enabled:
-        # Here, not at the top: psycopg takes about 100 ms to import, and only a fleet needs it.
         from worker.fleet.orders import FleetOrders
 
         built_in.append(FleetOrders)
