@@ -451,7 +451,8 @@ def _names_what_exists(name: str) -> bool:
     dotted word whose first part is not a module of ours (`worker.toml`) is not a code name."""
     if (WORKER / name).exists() or (WORKER.parent / name).exists():
         return True
-    module, _, attr = name.rpartition(".")
+    module, _, attrs = name.partition(".")
+    attr = attrs.split(".")[0]  # `module.Class.method`: the class is looked for
     files = [WORKER / f"{module}.py", WORKER / module / "__init__.py"]
     path = next((f for f in files if f.exists()), None)
     if path is None:
@@ -465,7 +466,7 @@ def test_the_architecture_page_names_what_exists() -> None:
     in backticks (`kernel/orders.py`, `sources/github/`, `runner.run_once`) exists, and it
     draws every layer of `LAYERS`, in order."""
     page = (WORKER.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    names = re.findall(r"`([a-z_]+(?:/[a-z_]+)*(?:/|\.[A-Za-z_]+))`", page)
+    names = re.findall(r"`([a-z_]+(?:/[a-z_]+)*(?:/|(?:\.[A-Za-z_]+)+))`", page)
     missing = [name for name in dict.fromkeys(names) if not _names_what_exists(name)]
     assert not missing, f"docs/architecture.md names what does not exist: {missing}"
     drawn = re.findall(r"^ ([a-z]+) ", page, re.M)
