@@ -141,6 +141,28 @@ def rewrite_wait(ws: Path, path: Path, data: dict[str, Any]) -> None:
     save_wait(load_settings(ws), WaitState.model_validate(data), name=path.name)
 
 
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run a real git command in ``cwd`` and return its standard output."""
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
+    ).stdout
+
+
+def status_block(state: str, reason: str, **fields: str) -> str:
+    """An agent's STATUS block, as an agent would end its answer."""
+    extra = "".join(f"{key.upper()}: {value}\n" for key, value in fields.items())
+    return f"=== AGENT STATUS ===\nSTATUS: {state}\nREASON: {reason}\n{extra}===================\n"
+
+
+# Token-shaped values planted in the environment to prove none of them leaks.
+TOKENS = {
+    "GITHUB_TOKEN": "ghp_github0token0value0000000000000000",
+    "WORKER_GITHUB_TOKEN": "ghp_worker0token0value0000000000000000",
+    "GH_TOKEN": "gho_gh0cli0token0value00000000000000000",
+    "WORKER_GIT_TOKEN": "ghs_git0push0token0value000000000000000",
+}
+
+
 def state_of(ws: Path) -> Path:
     """The workspace's state folder (under the test's XDG_STATE_HOME by default)."""
     from worker.config import load_settings

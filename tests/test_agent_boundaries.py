@@ -7,25 +7,17 @@ way to read a token; and what it prints cannot exhaust worker's memory or disk."
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import FakeAgent, run_worker, state_of, write_message
+from tests.conftest import TOKENS, FakeAgent, git, run_worker, state_of, write_message
 from worker.config import load_settings
 from worker.runner import RunOptions, RunReport, run_once
 from worker.store import Store
 from worker.waits.ledger import Ledger
-
-TOKENS = {
-    "GITHUB_TOKEN": "ghp_github0token0value0000000000000000",
-    "WORKER_GITHUB_TOKEN": "ghp_worker0token0value0000000000000000",
-    "GH_TOKEN": "gho_gh0cli0token0value00000000000000000",
-    "WORKER_GIT_TOKEN": "ghs_git0push0token0value000000000000000",
-}
 
 
 @pytest.fixture(autouse=True)
@@ -253,11 +245,6 @@ def test_the_agent_editing_worker_toml_and_the_modes_changes_nothing(
     second = fake_claude.task_calls[-1]["argv"]
     assert "bypassPermissions" not in second and "acceptEdits" in second
 
-
-def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
-    ).stdout
 
 
 HOOK = '#!/bin/sh\nenv > "{dump}-$$"\n'

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from worker.config import load_settings
 from worker.runner import RunOptions, run_once
 
 from .conftest import FakeAgent, write_message
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
 
 
 @pytest.fixture

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeAgent
+from tests.conftest import FakeAgent, git
 from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.config import load_settings
 from worker.runner import RunOptions, run_once
@@ -30,11 +29,6 @@ def server(fake_github: FakeGitHub) -> FakeGitHub:
     )
     return fake_github
 
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
 
 
 @pytest.fixture

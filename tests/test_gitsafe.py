@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from worker.gitsafe import git_argv, push_credentials
 from worker.sources.github.delivery import git_host, push_branch
 from worker.sources.github.settings import GitHubSettings
@@ -46,11 +47,6 @@ def test_the_host_comes_from_the_api_address() -> None:
     enterprise = GitHubSettings(base_url="https://git.example.com/api/v3")
     assert git_host(enterprise) == "git.example.com"
 
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
 
 
 def test_a_planted_pre_push_hook_does_not_run_on_worker_push(

@@ -10,13 +10,13 @@ Skipped, with the reason printed, only when the CLI is not installed; in CI (`CI
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import TOKENS, git, status_block
 from tests.fakes.anthropic_api import AnthropicAPI, text, tool_use
 from tests.realcli_support import real_cli
 
@@ -26,21 +26,11 @@ real_cli("claude", module=True)
 
 pytestmark = pytest.mark.slow
 
-TOKENS = {
-    "GITHUB_TOKEN": "ghp_github0token0value0000000000000000",
-    "GH_TOKEN": "gho_gh0cli0token0value00000000000000000",
-    "WORKER_GIT_TOKEN": "ghs_git0push0token0value000000000000000",
-}
-
 
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
 
-
-def status(state: str, reason: str, **fields: str) -> str:
-    extra = "".join(f"{key.upper()}: {value}\n" for key, value in fields.items())
-    return f"=== AGENT STATUS ===\nSTATUS: {state}\nREASON: {reason}\n{extra}===================\n"
 
 
 def write(path: Path, content: str) -> Any:
@@ -78,7 +68,7 @@ def test_the_agent_cannot_approve_its_own_wait(
     claude_api.script(
         write(workspace / ".worker" / "intercom" / "msg-a" / "x.json", APPROVAL),
         write(real, APPROVAL),
-        text("Asking first.\n" + status("wait", "destructive", resume_when="user_approval")),
+        text("Asking first.\n" + status_block("wait", "destructive", resume_when="user_approval")),
     )
     write_message(workspace, "msg-a", subject="Drop the old tables")
     assert run(workspace, claude_api)["outcome"] == "waiting"
@@ -95,7 +85,7 @@ def test_the_agent_cannot_resume_its_wait_early_by_editing_it(
     """msg-a waits until 2099; msg-b's agent rewrites msg-a's wait-state file with its Write
     tool (resume an hour ago): the edit is refused and the wait stays as recorded."""
     claude_api.script(
-        text("Later.\n" + status("wait", "later", resume_when="time:2099-01-01T00:00:00Z"))
+        text("Later.\n" + status_block("wait", "later", resume_when="time:2099-01-01T00:00:00Z"))
     )
     write_message(workspace, "msg-a")
     assert run(workspace, claude_api)["outcome"] == "waiting"
@@ -106,7 +96,7 @@ def test_the_agent_cannot_resume_its_wait_early_by_editing_it(
     forged.update(resumeWhen="time", resumeAt=past, approvers=["agent"])
     claude_api.script(
         write(path, json.dumps(forged, indent=2)),
-        text("Done.\n" + status("success", "done")),
+        text("Done.\n" + status_block("success", "done")),
     )
     write_message(workspace, "msg-b")
     assert run(workspace, claude_api)["task_id"] == "msg-b"
@@ -138,7 +128,7 @@ def test_the_agent_cannot_queue_a_task(
     claude_api.script(
         write(workspace / "inbox" / "evil-1.json", json.dumps({**message, "id": "evil-1"})),
         write(inbox / "evil-2.json", json.dumps({**message, "id": "evil-2"})),
-        text("Done.\n" + status("success", "done")),
+        text("Done.\n" + status_block("success", "done")),
     )
     inbox.mkdir(parents=True)
     (inbox / "msg-1.json").write_text(json.dumps({**message, "id": "msg-1"}))
@@ -164,7 +154,7 @@ def test_the_agent_cannot_change_worker_toml_or_the_modes(
         write(workspace / "worker.toml", 'inbox_dir = "evil-inbox"\n'),
         write(workspace / "modes" / "modes.json", json.dumps(modes)),
         write(workspace / "evil-inbox" / "evil.json", json.dumps(evil)),
-        text("Done.\n" + status("success", "done")),
+        text("Done.\n" + status_block("success", "done")),
     )
     write_message(workspace, "msg-1")
     report = run(workspace, claude_api)
@@ -175,11 +165,6 @@ def test_the_agent_cannot_change_worker_toml_or_the_modes(
     assert run(workspace, claude_api)["outcome"] == "idle"
     assert len(claude_api.conversation_requests()) == calls
 
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_a_hook_and_a_filter_planted_in_git_never_see_a_token(
@@ -207,9 +192,9 @@ def test_a_hook_and_a_filter_planted_in_git_never_see_a_token(
         write(hook, hook_text),
         write(config, config_text),
         write(attributes, "* filter=spy\n"),
-        text("Planted.\n" + status("success", "done")),
+        text("Planted.\n" + status_block("success", "done")),
         write(state_of(workspace) / "worktrees" / "msg-2" / "NOTES.md", "x\n"),
-        text("Worked.\n" + status("success", "done")),
+        text("Worked.\n" + status_block("success", "done")),
     )
     write_message(workspace, "msg-1")
     write_message(workspace, "msg-2")

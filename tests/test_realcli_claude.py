@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.conftest import status_block
 from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_use
 from tests.realcli_support import real_cli
 
@@ -31,10 +32,6 @@ real_cli("claude", module=True)
 
 pytestmark = pytest.mark.slow
 
-
-def status(state: str, reason: str, **fields: str) -> str:
-    extra = "".join(f"{key.upper()}: {value}\n" for key, value in fields.items())
-    return f"=== AGENT STATUS ===\nSTATUS: {state}\nREASON: {reason}\n{extra}===================\n"
 
 
 def report_of(done: Any) -> dict[str, Any]:
@@ -92,7 +89,7 @@ def test_a_real_edit_then_success(workspace: Path, claude_api: AnthropicAPI) -> 
     target = workspace / "hello.txt"
     claude_api.script(
         tool_use("Write", {"file_path": str(target), "content": "hello from the agent\n"}),
-        text("Wrote the file.\n" + status("success", "hello.txt written")),
+        text("Wrote the file.\n" + status_block("success", "hello.txt written")),
     )
     write_message(workspace, "msg-1", subject="Write hello.txt")
     done = run_with_real_claude(workspace, claude_api, "run", "--json")
@@ -114,8 +111,8 @@ def test_the_second_iteration_resumes_the_first_conversation(
 ) -> None:
     """`--resume`: the second iteration's request carries the first one's exchange."""
     claude_api.script(
-        text("Looked around: the parser is in src/.\n" + status("continue", "found it")),
-        text("Fixed.\n" + status("success", "fixed")),
+        text("Looked around: the parser is in src/.\n" + status_block("continue", "found it")),
+        text("Fixed.\n" + status_block("success", "fixed")),
     )
     write_message(workspace, "msg-1", subject="Fix the parser")
     report = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
@@ -132,9 +129,9 @@ def test_wait_approve_resume_with_the_note_in_the_prompt(
     claude_api.script(
         text(
             "I need to delete the old table.\n"
-            + status("wait", "destructive", wait_for="approval", resume_when="user_approval")
+            + status_block("wait", "destructive", wait_for="approval", resume_when="user_approval")
         ),
-        text("Deleted.\n" + status("success", "table deleted")),
+        text("Deleted.\n" + status_block("success", "table deleted")),
     )
     write_message(workspace, "msg-1", subject="Clean the database")
     first = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
