@@ -1,5 +1,8 @@
 """Supervision quality on the labelled corpus of real transcripts; prints one JSON object.
 
+Two sets, apart: `tune` (the transcripts the detectors' thresholds were chosen on) and
+`holdout` (set aside before any detector ran on them, never used to tune). For each:
+
   recall              stuck transcripts with an alarm (an urgent, stopping finding) / stuck
   recall_on_time      ... whose alarm came within the first third of the turns they wasted
   false_alarms        healthy transcripts with an alarm (the goal is 0)
@@ -7,6 +10,7 @@
   saved_turns / wasted_turns   turns a stop at the first alarm would have saved, of the
                       turns the stuck runs wasted; saved_usd the same in dollars where the
                       transcript's cost is known
+Beside them:
   replay_s, read_baseline_s    the time to score the corpus, and to only read its events
                       (same run): their ratio is the detectors' share
 
@@ -23,7 +27,7 @@ import time
 from pathlib import Path
 
 from worker.supervision.formats import read_text
-from worker.supervision.scoring import load_index, score, summary
+from worker.supervision.scoring import by_split, load_index, score
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "transcripts" / "corpus"
 
@@ -43,7 +47,7 @@ def main() -> None:
         for _ in read_text(text, entry.get("format", "auto"))[1]:
             pass
     read_s = time.perf_counter() - t0
-    out = summary(results)
+    out: dict[str, object] = {"transcripts": len(results), **by_split(results)}
     out["replay_s"] = round(replay_s, 4)
     out["read_baseline_s"] = round(read_s, 4)
     out["replay_to_read"] = round(replay_s / read_s, 2) if read_s else None

@@ -7,6 +7,7 @@ keep the index honest and hold the supervisor to the acceptance line on it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -19,15 +20,16 @@ from typer.testing import CliRunner
 
 from worker.cli.app import app
 from worker.supervision.formats import read_text
-from worker.supervision.scoring import load_index, score, summary
+from worker.supervision.scoring import SPLITS, by_split, load_index, score
 
 CORPUS = Path(__file__).parent / "fixtures" / "transcripts" / "corpus"
 REPO = Path(__file__).resolve().parents[1]
 LICENCES = {
     "MIT": ("LICENSE-SWE-agent.txt", "LICENSE-mini-swe-agent.txt", "LICENSE-OpenHands.txt"),
-    "Unlicense": ("LICENSE-hive-mind.txt",),
+    "Unlicense": ("LICENSE-hive-mind.txt", "LICENSE-agent.txt"),
 }
 INDEX = load_index(CORPUS)
+FIGURES = json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))
 runner = CliRunner()
 
 
@@ -49,7 +51,8 @@ def test_every_file_is_indexed_with_a_licensed_source() -> None:
     a label, and for a stuck run its kind and where it turns stuck; nothing is unindexed."""
     indexed = {entry["file"] for entry in INDEX}
     on_disk = {p.name for p in CORPUS.iterdir() if p.suffix in (".json", ".jsonl", ".traj")} - {
-        "index.json"
+        "index.json",
+        "figures.json",
     }
     assert indexed == on_disk
     readme = (CORPUS / "README.md").read_text(encoding="utf-8")
@@ -86,17 +89,47 @@ def test_each_transcript_is_read_in_its_format(entry: dict) -> None:
     assert kinds - {"other"}, entry["file"]
 
 
-def test_on_the_corpus_stuck_runs_are_caught_on_time_and_healthy_runs_left_alone() -> None:
-    """Issue 19's acceptance on the project's own corpus: recall on time of at least 90 %
-    and no false alarm (no urgent, stopping finding in a healthy run)."""
-    figures = summary([score(CORPUS, entry) for entry in INDEX])
-    assert figures["stuck"] >= 1 and figures["healthy"] >= 30
-    assert figures["recall_on_time"] is not None and figures["recall_on_time"] >= 0.9
-    assert figures["false_alarms"] == 0, figures["false_alarm_files"]
-    assert 0 < figures["saved_turns"] <= figures["wasted_turns"]
+def test_on_the_tuning_set_stuck_runs_are_caught_on_time_and_healthy_runs_left_alone() -> None:
+    """Issue 19's acceptance on the project's own corpus (the tuning set): recall on time of at
+    least 90 % and no false alarm (no urgent, stopping finding in a healthy run)."""
+    tune = by_split([score(CORPUS, entry) for entry in INDEX])["tune"]
+    assert tune["stuck"] >= 1 and tune["healthy"] >= 30
+    assert tune["recall_on_time"] is not None and tune["recall_on_time"] >= 0.9
+    assert tune["false_alarms"] == 0, tune["false_alarm_files"]
+    assert 0 < tune["saved_turns"] <= tune["wasted_turns"]
 
 
-def test_the_bench_prints_the_figures_as_json() -> None:
+@pytest.mark.parametrize("split", SPLITS)
+def test_neither_set_regresses_from_the_recorded_figures(split: str) -> None:
+    """figures.json records each set's figures when they were last measured: recall on time
+    may only rise and false alarms only fall; the sets' sizes match, so a transcript added or
+    relabelled means measuring again and saying so in that file."""
+    now = by_split([score(CORPUS, entry) for entry in INDEX])[split]
+    recorded = FIGURES[split]
+    assert (now["stuck"], now["healthy"]) == (recorded["stuck"], recorded["healthy"])
+    assert now["false_alarms"] <= recorded["false_alarms"], now["false_alarm_files"]
+    if recorded["recall_on_time"] is not None:
+        assert now["recall_on_time"] >= recorded["recall_on_time"], now["missed"]
+
+
+def test_the_holdout_was_set_aside_by_a_fixed_rule() -> None:
+    """The held-out transcripts are the ones the rule in README.md picks, not a choice made
+    after seeing how the detectors did on them, and none of them shares a source file with
+    the tuning set."""
+    holdout = [e for e in INDEX if e["split"] == "holdout"]
+    assert holdout
+    for entry in holdout:
+        digest = hashlib.sha256(entry["source"]["path"].encode()).hexdigest()
+        assert digest[0] in "01", entry["file"]
+    tune = {_source(e) for e in INDEX if e["split"] == "tune"}
+    assert not tune & {_source(e) for e in holdout}
+
+
+def _source(entry: dict) -> tuple[str, str]:
+    return entry["source"]["repository"], entry["source"]["path"]
+
+
+def test_the_bench_prints_both_sets_figures_as_json() -> None:
     result = subprocess.run(
         [sys.executable, str(REPO / "bench" / "bench_detection.py")],
         capture_output=True,
@@ -105,9 +138,12 @@ def test_the_bench_prints_the_figures_as_json() -> None:
         check=True,
     )
     data = json.loads(result.stdout)
-    for key in ("recall", "recall_on_time", "false_alarms", "saved_turns", "saved_usd"):
-        assert key in data
-    assert data["transcripts"] == len(INDEX) and data["false_alarms"] == 0
+    assert data["transcripts"] == len(INDEX)
+    for split in SPLITS:
+        for key in ("recall", "recall_on_time", "false_alarms", "saved_turns", "saved_usd"):
+            assert key in data[split]
+        assert data[split]["false_alarms"] == FIGURES[split]["false_alarms"]
+    assert data["tune"]["transcripts"] + data["holdout"]["transcripts"] == len(INDEX)
 
 
 def test_inspect_reads_openhands_and_swe_agent_trajectories(tmp_path: Path) -> None:
@@ -151,3 +187,23 @@ def test_a_format_the_content_contradicts_exits_65(tmp_path: Path) -> None:
     )
     assert result.returncode == 65
     assert "this is a sweagent transcript, not openhands" in result.stderr
+
+
+def test_an_opencode_style_stream_is_not_read_as_gemini(tmp_path: Path) -> None:
+    """link-assistant/agent (OpenCode's event shape) prints `tool_use` and `text` events like
+    Gemini's, with the payload under `part`: read as Gemini it replayed as tool calls with no
+    tool. worker reads no such format, so it is an error naming what was expected."""
+    lines = [
+        {"type": "step_start", "sessionID": "s", "part": {"type": "step-start"}},
+        {
+            "type": "tool_use",
+            "sessionID": "s",
+            "part": {"type": "tool", "tool": "bash", "state": {"status": "completed"}},
+        },
+        {"type": "text", "sessionID": "s", "part": {"type": "text", "text": "done"}},
+    ]
+    path = tmp_path / "agent.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    result = run_worker("inspect", str(path), "-w", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 65
+    assert "not a transcript worker can read" in result.stderr

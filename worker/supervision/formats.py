@@ -75,7 +75,9 @@ def detect_format(lines: Iterable[str]) -> str | None:
             break
         obj = parse(line)
         if isinstance(obj, dict):
-            kind = obj.get("type")
+            # OpenCode-style streams (link-assistant/agent) share Gemini's `tool_use` and
+            # `text` type names but nest the payload under `part`: no format worker reads.
+            kind = obj.get("type") if "part" not in obj else None
             for fmt, signs in _SIGNS.items():
                 score[fmt] += kind in signs
             openhands += "action" in obj or "observation" in obj or looks_like_openhands(obj)

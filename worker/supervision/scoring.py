@@ -1,9 +1,11 @@
 """Supervision quality over a labelled corpus of real transcripts: recall, timing, false alarms.
 
 The corpus is a folder with an `index.json`: one entry per transcript with its `label`
-(`stuck` or `healthy`), and for a stuck one `stuck_at`, the position (`AgentEvent.index`: the
-0-based line of a JSON-lines file, the step of a SWE-agent `.traj`, the message of a
-mini-swe-agent `.traj.json`) of the first event where a careful reader calls it stuck.
+(`stuck` or `healthy`), its `split` (`tune`: the transcripts the thresholds were chosen on;
+`holdout`: transcripts set aside before any detector ran on them, never used to tune), and
+for a stuck one `stuck_at`, the position (`AgentEvent.index`: the 0-based line of a
+JSON-lines file, the step of a SWE-agent `.traj`, the message of a mini-swe-agent
+`.traj.json`) of the first event where a careful reader calls it stuck.
 
 An *alarm* is the first urgent finding of a kind that stops the agent (a loop, a repeated
 error, a repeated message, an oscillation, a CLI error that keeps coming back) or the PACE
@@ -30,6 +32,7 @@ from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import STOP_KINDS, Watch
 
 LABELS = ("stuck", "healthy")
+SPLITS = ("tune", "holdout")
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Scored:
 
     file: str
     label: str
+    split: str
     turns: int
     alarm_turn: int | None  # turn of the first alarm, None when there was none
     alarm: str | None  # "kind level" of that alarm
@@ -61,6 +65,8 @@ def load_index(folder: Path) -> list[dict[str, Any]]:
     for entry in entries:
         if entry.get("label") not in LABELS:
             raise MalformedInput(f"{entry.get('file')}: label must be one of {LABELS}")
+        if entry.get("split") not in SPLITS:
+            raise MalformedInput(f"{entry.get('file')}: split must be one of {SPLITS}")
         if entry["label"] == "stuck" and not isinstance(entry.get("stuck_at"), int):
             raise MalformedInput(f"{entry['file']}: a stuck transcript needs `stuck_at`")
         if not (folder / entry["file"]).is_file():
@@ -98,6 +104,7 @@ def score(
     result = Scored(
         file=entry["file"],
         label=entry["label"],
+        split=entry["split"],
         turns=turns,
         alarm_turn=alarm[0] if alarm else None,
         alarm=alarm[1] if alarm else None,
@@ -140,6 +147,12 @@ def summary(results: list[Scored]) -> dict[str, Any]:
         "wasted_turns": sum(r.turns - (r.stuck_turn or r.turns) + 1 for r in stuck),
         "saved_usd": round(sum(r.saved_usd for r in caught), 4),
     }
+
+
+def by_split(results: list[Scored]) -> dict[str, dict[str, Any]]:
+    """The summary of each split, tune and holdout, apart: a held-out figure never mixes in
+    the transcripts the thresholds were chosen on."""
+    return {name: summary([r for r in results if r.split == name]) for name in SPLITS}
 
 
 def _ratio(part: int, whole: int) -> float | None:

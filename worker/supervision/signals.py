@@ -25,7 +25,15 @@ _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minut
 # the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
 _PATH = re.compile(r"(?<![\w.@~+-])(?:[A-Za-z]:)?[\w.@~+-]*[/\\][\w.@~/\\+-]*")
 _TAG = re.compile(r"</?tool_use_error>")
-_EXIT_LINE = re.compile(r"(?i)^\s*exit code:? -?\d+\s*$")
+# A first line that names no error by itself: Claude Code's Bash "Exit code N" and Python's
+# "Traceback (most recent call last):" put the error on the last line.
+_OPENER = re.compile(r"(?i)^\s*(exit code:? -?\d+|traceback \(most recent call last\):)\s*$")
+# Python's site.py prints this before every start in an environment with a broken .pth file
+# (seen in SWE-bench images): it is the environment's noise, not the command's result.
+_PTH_WARNING = re.compile(
+    r"^\s*Error processing line \d+ of [^\n]*\.pth:\n.*?Remainder of file ignored\n",
+    re.DOTALL,
+)
 _SPACE = re.compile(r"\s+")
 
 # How Claude Code, Codex and Gemini CLI word a refused tool (denied by the user or by the
@@ -94,11 +102,12 @@ def error_head(text: str | None) -> str:
     """
     if not text:
         return ""
-    lines = [line for line in _TAG.sub("", text[:2000]).splitlines() if line.strip()]
+    body = _PTH_WARNING.sub("", _TAG.sub("", text[:4000]), count=1)
+    lines = [line for line in body[:2000].splitlines() if line.strip()]
     if not lines:
         return ""
     head = lines[0].strip()
-    if _EXIT_LINE.match(head) and len(lines) > 1:
+    if _OPENER.match(head) and len(lines) > 1:
         head = f"{head}: {lines[-1].strip()}"
     return head[:300]
 
