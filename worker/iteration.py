@@ -3,6 +3,7 @@ helpers of the task loop (worker/loop.py), which keeps the task's state machine.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from worker.config import Settings
@@ -102,19 +103,7 @@ def record_iteration(
         output_tokens=agent.output_tokens,
         exit_code=agent.exit_code,
     )
-    store.add_iteration(
-        run_id,
-        seq,
-        mode=mode,
-        model=model,
-        iteration=iteration,
-        status=record.status,
-        reason=record.reason[:500],
-        reason_code=record.reason_code,
-        duration_s=duration_s,
-        cost_usd=agent.cost_usd,
-        input_tokens=agent.input_tokens,
-        output_tokens=agent.output_tokens,
-        exit_code=agent.exit_code,
-    )
+    # The row is the record, less the steering (the supervisor adds it after the row is written).
+    row = {name: value for name, value in asdict(record).items() if name != "steering"}
+    store.add_iteration(run_id, seq, **{**row, "reason": record.reason[:500]})
     return record

@@ -108,234 +108,326 @@ class LoopContext:
 
 
 def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
-    settings = ctx.settings
-    started = time.monotonic()
-    result = TaskResult(
-        task=task, outcome=Outcome.FAILURE, modes=list(start.modes_used), cost_usd=start.cost_so_far
-    )
-    mode = ctx.modes.get(start.mode)
-    iteration = start.iteration
-    session_id = start.session_id
-    answer = start.resume_answer
-    previous = StatusBlock(status=None)
-    previous_output = ""
-    steering: list[str] = []
-    escalations = 0
-    last_error, same_errors = "", 0
-    seq = 0
-    if not result.modes or result.modes[-1] != mode.id:
-        result.modes.append(mode.id)
+    """Drive `task` from `start` through its modes until it ends, waits or is stopped."""
+    return _TaskRun(ctx, task, start).run()
 
-    def finish(outcome: Outcome, reason: str, *codes: str) -> TaskResult:
+
+class _TaskRun:
+    """One task's run: the state kept between iterations, and the steps of each one."""
+
+    def __init__(self, ctx: LoopContext, task: Task, start: StartPoint) -> None:
+        self.ctx, self.task, self.start, self.settings = ctx, task, start, ctx.settings
+        self.started = time.monotonic()
+        self.result = TaskResult(
+            task=task,
+            outcome=Outcome.FAILURE,
+            modes=list(start.modes_used),
+            cost_usd=start.cost_so_far,
+        )
+        self.mode = ctx.modes.get(start.mode)
+        self.model = ""
+        self.iteration = start.iteration
+        self.session_id = start.session_id
+        self.answer = start.resume_answer
+        self.previous = StatusBlock(status=None)
+        self.previous_output = ""
+        self.steering: list[str] = []
+        self.escalations = 0
+        self.last_error, self.same_errors = "", 0
+        self.seq = 0
+        if not self.result.modes or self.result.modes[-1] != self.mode.id:
+            self.result.modes.append(self.mode.id)
+
+    def run(self) -> TaskResult:
+        """Iterations of gather -> act -> verify -> decide what comes next, until one ends it."""
+        while True:
+            # --model, else the model a resumed task waited with (in its mode), else the mode's.
+            start = self.start
+            self.model = (
+                self.ctx.forced_model
+                or (start.model if self.mode.id == start.mode else None)
+                or self.mode.model
+            )
+            ended = self.limits_reached()
+            if ended is not None:
+                return ended
+            request, label = self.gather()
+            agent, duration = self.act(request, label)
+            ended = self.unavailable(agent, label)
+            if ended is not None:
+                return ended
+            status = self.verify(agent, label, duration)
+            ended = self.decide_next(agent, status)
+            if ended is not None:
+                return ended
+
+    def finish(self, outcome: Outcome, reason: str, *codes: str) -> TaskResult:
+        result = self.result
         result.outcome = outcome
         result.reason = reason
         result.reason_codes.extend(codes)
-        result.duration_s = time.monotonic() - started
-        result.session_id = session_id
-        result.anomalies = ctx.supervisor.finish(outcome.value)
+        result.duration_s = time.monotonic() - self.started
+        result.session_id = self.session_id
+        result.anomalies = self.ctx.supervisor.finish(outcome.value)
         return result
 
-    def wait_point() -> WaitPoint:
-        """Where the task stands now, for a wait state (read when called, in the loop)."""
+    def wait_point(self, final_text: str) -> WaitPoint:
+        """Where the task stands now, for a wait state."""
         return WaitPoint(
-            task,
-            mode.id,
-            model,
-            iteration,
-            agent.final_text,
-            session_id,
-            result.modes,
-            result.cost_usd,
+            self.task,
+            self.mode.id,
+            self.model,
+            self.iteration,
+            final_text,
+            self.session_id,
+            self.result.modes,
+            self.result.cost_usd,
         )
 
-    while True:
-        if ctx.stop_event.is_set():
-            return finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
+    @property
+    def limit(self) -> int:
+        return self.mode.iterations_before_escalation
+
+    def limits_reached(self) -> TaskResult | None:
+        """A stop request, the task's cost cap or the daily spend cap, before another call."""
+        if self.ctx.stop_event.is_set():
+            return self.finish(Outcome.STOPPED, "stop requested; work kept", "STOP_REQUESTED")
         # Checked before each call: a resumed task, or one escalated to a mode with a lower
         # cap, may have spent its budget already.
-        cost_cap = task_cost_cap(settings, mode)
-        if result.cost_usd >= cost_cap:
-            return finish(
+        cost_cap = task_cost_cap(self.settings, self.mode)
+        if self.result.cost_usd >= cost_cap:
+            return self.finish(
                 Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
             )
-        model = ctx.forced_model or (start.model if mode.id == start.mode else None) or mode.model
-        spent = daily_cap_reached(settings, ctx.store)
+        spent = daily_cap_reached(self.settings, self.ctx.store)
         if spent is not None:
-            point = WaitPoint(
-                task, mode.id, model, iteration, "", session_id, result.modes, result.cost_usd
+            self.result.wait_state = save_budget_wait(self.settings, self.wait_point(""), spent)
+            return self.finish(
+                Outcome.WAITING, "the daily spend cap is reached", DAILY_BUDGET_REACHED
             )
-            result.wait_state = save_budget_wait(settings, point, spent)
-            return finish(Outcome.WAITING, "the daily spend cap is reached", DAILY_BUDGET_REACHED)
-        limit = mode.iterations_before_escalation
+        return None
+
+    def gather(self) -> tuple[AgentRequest, str]:
+        """The prompt and the agent call for this iteration, and its label for progress."""
+        ctx, settings, mode = self.ctx, self.settings, self.mode
         prompt = build_prompt(
             PromptParts(
-                task=task,
+                task=self.task,
                 mode=mode.id,
-                iteration=iteration,
-                max_iterations=limit,
-                previous_output=previous_output,
-                previous_reason=previous.reason,
-                steering=steering,
+                iteration=self.iteration,
+                max_iterations=self.limit,
+                previous_output=self.previous_output,
+                previous_reason=self.previous.reason,
+                steering=self.steering,
                 sections=ctx.sections,
-                resume_answer=answer,
+                resume_answer=self.answer,
                 checks_report=ctx.checks_report,
             )
         )
-        seq += 1
+        self.seq += 1
         request = AgentRequest(
             prompt=prompt,
-            model=model,
+            model=self.model,
             cwd=ctx.cwd,
             # An iteration never outlives the task's wall-clock cap.
-            timeout_s=_timeout(settings, mode, time.monotonic() - started),
-            log_path=settings.logs / f"run-{ctx.run_id}" / f"iteration-{seq}.jsonl",
-            resume_session=session_id,
+            timeout_s=_timeout(settings, mode, time.monotonic() - self.started),
+            log_path=self.run_logs / f"iteration-{self.seq}.jsonl",
+            resume_session=self.session_id,
             extra_args=permission_args(mode),
             stop=ctx.stop_event,
             on_start=ctx.on_agent_start,
-            max_budget_usd=budget_left(mode, cost_cap, result.cost_usd),
+            max_budget_usd=budget_left(mode, task_cost_cap(settings, mode), self.result.cost_usd),
         )
-        label = f"{mode.id} ({model}) iteration {iteration}/{limit}"
-        ctx.progress.step(mode.id, model, iteration, limit, seq, result.cost_usd)
+        return request, f"{mode.id} ({self.model}) iteration {self.iteration}/{self.limit}"
+
+    @property
+    def run_logs(self) -> Path:
+        return self.settings.logs / f"run-{self.ctx.run_id}"
+
+    def act(self, request: AgentRequest, label: str) -> tuple[AgentResult, float]:
+        """Run the agent; its cost, session and final text join the task's."""
+        ctx, result = self.ctx, self.result
+        ctx.progress.step(
+            self.mode.id, self.model, self.iteration, self.limit, self.seq, result.cost_usd
+        )
         ctx.progress.start(f"{label}: running")
         t0 = time.monotonic()
-        agent = _act(ctx, mode, request, label, t0)
-        if agent.session_missing and session_id:
+        agent = _run_agent(ctx, self.mode, request, label, t0)
+        if agent.session_missing and self.session_id:
             # The CLI lost the session (claude-code issues): start fresh, same iteration.
             result.reason_codes.append("SESSION_MISSING_FRESH_START")
-            session_id = None
-            agent = _act(ctx, mode, dataclasses.replace(request, resume_session=None), label, t0)
+            self.session_id = None
+            fresh = dataclasses.replace(request, resume_session=None)
+            agent = _run_agent(ctx, self.mode, fresh, label, t0)
         duration = time.monotonic() - t0
         result.cost_usd += agent.cost_usd
-        session_id = agent.session_id or session_id
+        self.session_id = agent.session_id or self.session_id
         result.final_text = agent.final_text
         ctx.renew()
-
         # A CLI error the adapter did not classify, repeating across sessions (the supervisor's
         # `cli_error` finding), is the infrastructure's failure too.
         agent.infra = agent.infra or ctx.supervisor.infra_failure()
-        if agent.infra is not None:
-            # Not the task's failure: released as it was, or a timed wait (worker/infra.py).
-            # An answer the model never read is kept for the retry (the first one, if the
-            # outage outlasted a wait already).
-            unread = (start.pending_answer or answer) if answer is not None else None
-            end = infra_end(settings, agent.infra, wait_point(), start.unavailable_hits, unread)
-            if end is not None:
-                ctx.progress.stop(f"{label}: {agent.infra.message}")
-                result.infra, result.wait_state = agent.infra, end.wait_state
-                return finish(end.outcome, end.reason, end.code)
-        if agent.usage_limit_hit or (agent.infra and agent.infra.kind is InfraKind.USAGE_LIMIT):
-            ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
-            result.wait_state = save_usage_wait(
-                settings, wait_point(), agent.rate_limited_until, start.usage_limit_hits
-            )
-            return finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
+        return agent, duration
 
+    def unavailable(self, agent: AgentResult, label: str) -> TaskResult | None:
+        """An infrastructure failure or a usage limit: not the task's failure."""
+        result, start = self.result, self.start
+        if agent.infra is not None:
+            # Released as it was, or a timed wait (worker/infra.py). An answer
+            # the model never read is kept for the retry (the first one, if the
+            # outage outlasted a wait already).
+            unread = (start.pending_answer or self.answer) if self.answer is not None else None
+            point = self.wait_point(agent.final_text)
+            end = infra_end(self.settings, agent.infra, point, start.unavailable_hits, unread)
+            if end is not None:
+                self.ctx.progress.stop(f"{label}: {agent.infra.message}")
+                result.infra, result.wait_state = agent.infra, end.wait_state
+                return self.finish(end.outcome, end.reason, end.code)
+        if agent.usage_limit_hit or (agent.infra and agent.infra.kind is InfraKind.USAGE_LIMIT):
+            self.ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
+            result.wait_state = save_usage_wait(
+                self.settings,
+                self.wait_point(agent.final_text),
+                agent.rate_limited_until,
+                start.usage_limit_hits,
+            )
+            return self.finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
+        return None
+
+    def verify(self, agent: AgentResult, label: str, duration: float) -> StatusBlock:
+        """The iteration's status (STATUS block, then the task's checks), recorded, and the
+        supervisor's steering for the next prompt."""
+        ctx = self.ctx
         status, failing = verify_checks(
-            verify(agent), ctx.checks, ctx.cwd, settings, settings.logs / f"run-{ctx.run_id}"
+            verify(agent), ctx.checks, ctx.cwd, self.settings, self.run_logs
         )
         if failing is not None:
             ctx.checks_report = failing
         record = record_iteration(
             ctx.store,
             ctx.run_id,
-            seq,
-            mode=mode.id,
-            model=model,
-            iteration=iteration,
+            self.seq,
+            mode=self.mode.id,
+            model=self.model,
+            iteration=self.iteration,
             status=status,
             agent=agent,
             duration_s=duration,
         )
-        result.iterations.append(record)
+        self.result.iterations.append(record)
         ctx.progress.stop(
             f"{label}: {record.status} ({duration:.1f}s, {agent.input_tokens + agent.output_tokens}"
             f" tokens, ${agent.cost_usd:.4f})"
         )
         if not isinstance(ctx.supervisor, NullSupervisor):
-            steering = ctx.supervisor.after_iteration(
-                IterationView(
-                    task=task,
-                    mode=mode.id,
-                    model=model,
-                    iteration=iteration,
-                    max_iterations=limit,
-                    escalations=escalations,
-                    result=agent,
-                    status=status,
-                    changed_files=changed_files(ctx.cwd),
-                    diff_digest=diff_digest(ctx.cwd),
-                    cost_so_far=result.cost_usd,
-                )
-            )
-            record.steering = steering
-            if steering:
-                ctx.progress.finding(steering[-1])
-        emergency = agent.stopped if (agent.stopped or "").startswith("supervisor") else None
-        if agent.stopped and emergency is None:
-            return finish(Outcome.STOPPED, agent.stopped, "STOP_REQUESTED")
-        if emergency is not None:
-            # Keep the partial work where the user can see it; the worktree (if any) is
-            # committed to the task branch when the task ends.
-            save_diff(ctx.cwd, settings.logs / f"run-{ctx.run_id}" / f"partial-{seq}.diff")
-            if "PACE" in emergency or ctx.modes.next_mode(mode.id) is None:
-                return finish(Outcome.FAILURE, emergency, "SUPERVISOR_EMERGENCY")
+            self.steering = ctx.supervisor.after_iteration(self.view(agent, status))
+            record.steering = self.steering
+            if self.steering:
+                ctx.progress.finding(self.steering[-1])
+        return status
 
-        if status.reason_code == "AGENT_ERROR" and agent.exit_code not in (0, None):
-            same_errors = same_errors + 1 if status.reason == last_error else 1
-            last_error = status.reason
-        else:
-            last_error, same_errors = "", 0
-        if same_errors >= _SAME_ERROR_LIMIT:
-            # The agent CLI itself is broken (a flag it does not know, no login): neither
-            # another try nor a stronger model helps, and every try may cost.
-            return finish(
-                Outcome.FAILURE,
-                f"the agent failed {same_errors} times in a row the same way ({last_error}); "
-                "fix the agent, then rerun the task with --task-id",
-                "AGENT_REPEATED_ERROR",
-            )
-        answer = None
-        previous, previous_output = status, agent.final_text
+    def view(self, agent: AgentResult, status: StatusBlock) -> IterationView:
+        return IterationView(
+            task=self.task,
+            mode=self.mode.id,
+            model=self.model,
+            iteration=self.iteration,
+            max_iterations=self.limit,
+            escalations=self.escalations,
+            result=agent,
+            status=status,
+            changed_files=changed_files(self.ctx.cwd),
+            diff_digest=diff_digest(self.ctx.cwd),
+            cost_so_far=self.result.cost_usd,
+        )
+
+    def decide_next(self, agent: AgentResult, status: StatusBlock) -> TaskResult | None:
+        """The task's end after this iteration, or None when another iteration runs (in this
+        mode or a stronger one)."""
+        emergency = agent.stopped if (agent.stopped or "").startswith("supervisor") else None
+        ended = self.stopped(agent, emergency)
+        if ended is None:
+            ended = self.repeated_error(agent, status)
+        if ended is not None:
+            return ended
+        self.answer = None
+        self.previous, self.previous_output = status, agent.final_text
         state = status.status
         if state == "success":
-            return finish(
+            return self.finish(
                 Outcome.SUCCESS, status.reason or "the agent reported success", "AGENT_SUCCESS"
             )
         if state == "wait":
-            result.wait_state, codes = save_agent_wait(settings, wait_point(), status)
-            result.reason_codes += codes
-            return finish(
+            point = self.wait_point(agent.final_text)
+            self.result.wait_state, codes = save_agent_wait(self.settings, point, status)
+            self.result.reason_codes += codes
+            return self.finish(
                 Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
             )
-        escalate_code = escalation_code(state, emergency, iteration, limit)
-        if time.monotonic() - started >= settings.task_wall_clock_s:
-            return finish(
+        escalate_code = escalation_code(state, emergency, self.iteration, self.limit)
+        if time.monotonic() - self.started >= self.settings.task_wall_clock_s:
+            return self.finish(
                 Outcome.FAILURE, "the task's wall-clock cap was reached", "WALL_CLOCK_CAP"
             )
         if escalate_code is None:
-            iteration += 1
+            self.iteration += 1
             if state is None or status.reason_code:
-                result.reason_codes.append(status.reason_code or "NO_STATUS_BLOCK")
-            continue
-        target = ctx.modes.next_mode(mode.id, status.escalate_to)
+                self.result.reason_codes.append(status.reason_code or "NO_STATUS_BLOCK")
+            return None
+        return self.escalate(status, escalate_code, emergency)
+
+    def stopped(self, agent: AgentResult, emergency: str | None) -> TaskResult | None:
+        """A stop request ends the task; a supervisor's emergency ends it at the top mode."""
+        if agent.stopped and emergency is None:
+            return self.finish(Outcome.STOPPED, agent.stopped, "STOP_REQUESTED")
+        if emergency is not None:
+            # Keep the partial work where the user can see it; the worktree (if any) is
+            # committed to the task branch when the task ends.
+            save_diff(self.ctx.cwd, self.run_logs / f"partial-{self.seq}.diff")
+            if "PACE" in emergency or self.ctx.modes.next_mode(self.mode.id) is None:
+                return self.finish(Outcome.FAILURE, emergency, "SUPERVISOR_EMERGENCY")
+        return None
+
+    def repeated_error(self, agent: AgentResult, status: StatusBlock) -> TaskResult | None:
+        """The same agent error too many times in a row ends the task."""
+        if status.reason_code == "AGENT_ERROR" and agent.exit_code not in (0, None):
+            self.same_errors = self.same_errors + 1 if status.reason == self.last_error else 1
+            self.last_error = status.reason
+        else:
+            self.last_error, self.same_errors = "", 0
+        if self.same_errors < _SAME_ERROR_LIMIT:
+            return None
+        # The agent CLI itself is broken (a flag it does not know, no login): neither
+        # another try nor a stronger model helps, and every try may cost.
+        return self.finish(
+            Outcome.FAILURE,
+            f"the agent failed {self.same_errors} times in a row the same way "
+            f"({self.last_error}); fix the agent, then rerun the task with --task-id",
+            "AGENT_REPEATED_ERROR",
+        )
+
+    def escalate(self, status: StatusBlock, code: str, emergency: str | None) -> TaskResult | None:
+        """Move to the next stronger mode, the count starting over; at the top, fail."""
+        mode, result = self.mode, self.result
+        target = self.ctx.modes.next_mode(mode.id, status.escalate_to)
         if target is None:
             why = {
                 "AGENT_ESCALATE": "the agent asked to escalate but no stronger mode is left",
                 "FAILURE_ESCALATED": status.reason or "the agent reported failure",
-                "MAX_ITERATIONS": f"{limit} iterations in {mode.id} without a terminal status",
+                "MAX_ITERATIONS": f"{self.limit} iterations in {mode.id} without a terminal status",
                 "SUPERVISOR_CUT_SHORT": emergency or "",
-            }[escalate_code]
-            top_code = "FAILURE_AT_TOP_MODE" if state == "failure" else f"{escalate_code}_AT_TOP"
-            return finish(Outcome.FAILURE, why, top_code)
-        result.reason_codes.append(escalate_code)
-        stronger = ctx.modes.get(target)
+            }[code]
+            top_code = "FAILURE_AT_TOP_MODE" if status.status == "failure" else f"{code}_AT_TOP"
+            return self.finish(Outcome.FAILURE, why, top_code)
+        result.reason_codes.append(code)
+        stronger = self.ctx.modes.get(target)
         if stronger.agent != mode.agent:
-            session_id = None  # another agent CLI cannot resume this one's session
-        mode = stronger
-        result.modes.append(mode.id)
-        escalations += 1
-        iteration = 1
+            self.session_id = None  # another agent CLI cannot resume this one's session
+        self.mode = stronger
+        result.modes.append(stronger.id)
+        self.escalations += 1
+        self.iteration = 1
+        return None
 
 
 def _timeout(settings: Settings, mode: Mode, elapsed: float) -> float:
@@ -343,7 +435,9 @@ def _timeout(settings: Settings, mode: Mode, elapsed: float) -> float:
     return max(1.0, min(mode.iteration_timeout_s or settings.iteration_timeout_s, wall_clock_left))
 
 
-def _act(ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float) -> AgentResult:
+def _run_agent(
+    ctx: LoopContext, mode: Mode, request: AgentRequest, label: str, t0: float
+) -> AgentResult:
     adapter = adapter_for(ctx.settings, mode)
     tokens = [0]
 

@@ -111,84 +111,146 @@ def run_process(
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
     try:
-        proc: TreeProcess[str] = TreeProcess(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else child_env(),
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1,
-        )
+        proc = _start(argv, cwd, env, piped_stdin=stdin_text is not None)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return ProcResult(argv, None, "", f"cannot start {argv[0]}: {exc}", 0.0, not_found=True)
     if on_start is not None:
         on_start(proc.pid)  # the pid is also the process group's id (a new session)
-
-    state: dict[str, str | bool | None] = {"timed_out": False, "stopped": None}
-    stderr_lines: list[str] = []
-
-    def on_err(line: str) -> None:
-        reason = on_stderr(line.rstrip("\n")) if on_stderr is not None else None
-        if reason and not state["stopped"]:
-            state["stopped"] = reason
-            kill_group(proc)
-
-    err_reader = threading.Thread(
-        target=_drain, args=(proc.stderr, stderr_lines, on_err), daemon=True
-    )
-    err_reader.start()
+    deadline = started + timeout_s
+    guard = _Guard(proc, deadline, stop, on_stderr)
+    guard.start()
     if stdin_text is not None and proc.stdin is not None:
         feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True)
         feeder.start()
+    try:
+        out = _read_stdout(
+            proc,
+            on_line,
+            deadline,
+            cap_bytes=cap_bytes,
+            line_cap_bytes=line_cap_bytes,
+            log=CappedLog(log_path, log_cap_bytes) if log_path is not None else None,
+        )
+    finally:
+        guard.finished.set()
+    exit_code = _reap(proc, guard)
+    return ProcResult(
+        argv=argv,
+        exit_code=exit_code,
+        stdout="".join(out.chunks),
+        stderr_tail="".join(guard.stderr_lines)[-4000:],
+        duration_s=time.monotonic() - started,
+        timed_out=guard.timed_out,
+        stopped=out.stopped or guard.stopped,
+        truncated=out.truncated,
+    )
 
-    deadline = started + timeout_s
-    finished = threading.Event()
 
-    def watchdog() -> None:
-        # Ends the group on timeout or on a stop request, even when the command is silent.
-        while not finished.wait(_POLL_S):
-            if stop is not None and stop.is_set():
-                state["stopped"] = "stop requested"
-                kill_group(proc)
+def _start(
+    argv: list[str], cwd: Path, env: Mapping[str, str] | None, *, piped_stdin: bool
+) -> TreeProcess[str]:
+    return TreeProcess(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else child_env(),
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        bufsize=1,
+    )
+
+
+class _Guard:
+    """Ends the process group on a timeout or a stop request (a watchdog thread, so even while
+    the command is silent), or when a stderr line asks to stop (a reader thread)."""
+
+    def __init__(
+        self,
+        proc: TreeProcess[str],
+        deadline: float,
+        stop: threading.Event | None,
+        on_stderr: LineHandler | None,
+    ) -> None:
+        self.proc, self.deadline, self.stop, self.on_stderr = proc, deadline, stop, on_stderr
+        self.timed_out = False
+        self.stopped: str | None = None
+        self.stderr_lines: list[str] = []
+        self.finished = threading.Event()  # set when stdout is read to its end
+        self.err_reader = threading.Thread(
+            target=_drain, args=(proc.stderr, self.stderr_lines, self._on_err), daemon=True
+        )
+        self.dog = threading.Thread(target=self._watch, name="proc-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self.err_reader.start()
+        self.dog.start()
+
+    def _on_err(self, line: str) -> None:
+        reason = self.on_stderr(line.rstrip("\n")) if self.on_stderr is not None else None
+        if reason and not self.stopped:
+            self.stopped = reason
+            kill_group(self.proc)
+
+    def _watch(self) -> None:
+        while not self.finished.wait(_POLL_S):
+            if self.stop is not None and self.stop.is_set():
+                self.stopped = "stop requested"
+                kill_group(self.proc)
                 return
-            if time.monotonic() >= deadline:
-                state["timed_out"] = True
-                kill_group(proc)
+            if time.monotonic() >= self.deadline:
+                self.timed_out = True
+                kill_group(self.proc)
                 return
 
-    dog = threading.Thread(target=watchdog, name="proc-watchdog", daemon=True)
-    dog.start()
 
-    chunks: list[str] = []
-    size = 0
-    truncated = False
+@dataclass
+class _Output:
+    chunks: list[str]
+    truncated: bool = False
     stopped: str | None = None
-    log_file = CappedLog(log_path, log_cap_bytes) if log_path is not None else None
+
+
+def _read_stdout(
+    proc: TreeProcess[str],
+    on_line: LineHandler | None,
+    deadline: float,
+    *,
+    cap_bytes: int,
+    line_cap_bytes: int,
+    log: CappedLog | None,
+) -> _Output:
+    """Stdout line by line: logged, kept up to `cap_bytes`, shown to `on_line` (which may stop
+    the run), until its end or a grace past the deadline."""
+    out = _Output([])
+    size = 0
     try:
         assert proc.stdout is not None
         # Raw bytes in chunks: one endless line never sits whole in memory.
         for line in bounded_lines(proc.stdout, line_cap_bytes):
-            if log_file is not None:
-                log_file.write(line)
+            if log is not None:
+                log.write(line)
             if size < cap_bytes:
-                chunks.append(line)
+                out.chunks.append(line)
                 size += len(line)
             else:
-                truncated = True
-            if on_line is not None and stopped is None:
-                stopped = on_line(line.rstrip("\n"))
-                if stopped:
+                out.truncated = True
+            if on_line is not None and out.stopped is None:
+                out.stopped = on_line(line.rstrip("\n"))
+                if out.stopped:
                     kill_group(proc)
             if time.monotonic() > deadline + _GRACE_S:
                 break
     finally:
-        finished.set()
-        if log_file is not None:
-            log_file.close()
+        if log is not None:
+            log.close()
+    return out
+
+
+def _reap(proc: TreeProcess[str], guard: _Guard) -> int | None:
+    """The exit code, once the whole tree has ended and the pipes are closed."""
     try:
         exit_code: int | None = proc.wait(timeout=_GRACE_S * 2)
     except subprocess.TimeoutExpired:
@@ -196,21 +258,12 @@ def run_process(
         exit_code = proc.wait()
     # A child that kept our pipes open must not outlive its leader.
     kill_group(proc, force=True)
-    err_reader.join(timeout=1.0)
+    guard.err_reader.join(timeout=1.0)
     for stream in (proc.stdout, proc.stderr, proc.stdin):
         if stream is not None:
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
-    return ProcResult(
-        argv=argv,
-        exit_code=exit_code,
-        stdout="".join(chunks),
-        stderr_tail="".join(stderr_lines)[-4000:],
-        duration_s=time.monotonic() - started,
-        timed_out=bool(state["timed_out"]),
-        stopped=stopped or (str(state["stopped"]) if state["stopped"] else None),
-        truncated=truncated,
-    )
+    return exit_code
 
 
 def kill_group(proc: TreeProcess[str], *, force: bool = False) -> None:

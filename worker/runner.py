@@ -18,12 +18,12 @@ from worker.errors import ConfigError
 from worker.fleet import fleet_session
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
-from worker.models import AgentRequest, Outcome
+from worker.models import AgentRequest, Outcome, TaskResult
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.notify.events import on_run_start
 from worker.orphans import end_orphans
 from worker.run_report import RunOptions, RunReport
-from worker.scheduling import Decision, Reason, decide
+from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY
 from worker.sources.registry import build_sources
@@ -149,37 +149,13 @@ def _take_and_run(
         open_pr=options.open_pr,
     )
     by_name = {source.name: source for source in sources}
-    # Before any claim comes back, end the agents that dead runs left working on them.
-    orphans = end_orphans(store, settings.machine_id)
-    recovered = []
-    for source in sources:
-        recover = getattr(source, "recover_expired", None)
-        if recover is not None:
-            recovered += recover()
-    try:
-        snap = take_snapshot(settings, sources, store, options, dry_run=False)
-    except Exception as exc:
-        store.record_decision(
-            run_id,
-            machine_id=settings.machine_id,
-            reason_codes=["ERROR"],
-            candidates={},
-            latency_ms=(time.monotonic() - t0) * 1000,
-            error=str(exc),
-        )
-        raise
+    orphans, recovered = _recover(settings, store, sources)
+    snap = _observe(settings, sources, store, options, run_id, t0)
     if recovered:
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
     if orphans:
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.ORPHAN_AGENT_ENDED))
-    excluded: set[str] = set()
-    while True:
-        decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
-        if decision.task is not None:
-            _preflight(settings, store, run_id, modes.get(_pick_mode(decision, options, modes)[0]))
-        if decision.task is None or _claim(decision, by_name, store, settings, run_id):
-            break
-        excluded.add(decision.task.id)
+    decision, excluded = _decide_and_claim(settings, options, modes, store, run_id, snap, by_name)
     if decision.task is not None:
         taken.append(decision)
     from worker.kernel.effects import apply as apply_kernel
@@ -227,6 +203,71 @@ def _take_and_run(
     from worker.tasks import execute
 
     result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
+    _finish_task(store, run_id, t0, report, decision, result)
+    return report
+
+
+def _recover(
+    settings: Settings, store: Store, sources: list[TaskSource]
+) -> tuple[list[str], list[str]]:
+    """The agents dead runs left working, ended; then the claims whose lease ran out, given
+    back (in that order: before any claim comes back, its orphan agent has ended)."""
+    orphans = end_orphans(store, settings.machine_id)
+    recovered = []
+    for source in sources:
+        recover = getattr(source, "recover_expired", None)
+        if recover is not None:
+            recovered += recover()
+    return orphans, recovered
+
+
+def _observe(
+    settings: Settings,
+    sources: list[TaskSource],
+    store: Store,
+    options: RunOptions,
+    run_id: int,
+    t0: float,
+) -> Snapshot:
+    """The run's snapshot; a failure to take it is recorded as the run's decision."""
+    try:
+        return take_snapshot(settings, sources, store, options, dry_run=False)
+    except Exception as exc:
+        _record_error(settings, store, run_id, str(exc), (time.monotonic() - t0) * 1000)
+        raise
+
+
+def _decide_and_claim(
+    settings: Settings,
+    options: RunOptions,
+    modes: ModeSet,
+    store: Store,
+    run_id: int,
+    snap: Snapshot,
+    by_name: dict[str, TaskSource],
+) -> tuple[Decision, set[str]]:
+    """Decide, and claim the chosen task; a task another run claimed first is left out and
+    the decision taken again. Returns the decision and the ids left out."""
+    excluded: set[str] = set()
+    while True:
+        decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
+        if decision.task is not None:
+            _preflight(settings, store, run_id, modes.get(_pick_mode(decision, options, modes)[0]))
+        if decision.task is None or _claim(decision, by_name, store, settings, run_id):
+            return decision, excluded
+        excluded.add(decision.task.id)
+
+
+def _finish_task(
+    store: Store,
+    run_id: int,
+    t0: float,
+    report: RunReport,
+    decision: Decision,
+    result: TaskResult,
+) -> None:
+    """The task's result into the run's report and its record."""
+    assert decision.task is not None
     report.task_id, report.source = decision.task.id, decision.source
     report.outcome, report.reason = result.outcome, result.reason
     report.modes, report.iterations = result.modes, len(result.iterations)
@@ -249,7 +290,6 @@ def _take_and_run(
         branch=result.branch,
         reason_codes=report.reason_codes,
     )
-    return report
 
 
 def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> None:
@@ -259,15 +299,22 @@ def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> Non
     if failure is None:
         return
     message = f"{failure.message}. No task was taken."
+    _record_error(settings, store, run_id, message, 0.0)
+    raise ConfigError(message)
+
+
+def _record_error(
+    settings: Settings, store: Store, run_id: int, error: str, latency_ms: float
+) -> None:
+    """The decision of a run that an error kept from taking a task (what `worker why` shows)."""
     store.record_decision(
         run_id,
         machine_id=settings.machine_id,
         reason_codes=["ERROR"],
         candidates={},
-        latency_ms=0.0,
-        error=message,
+        latency_ms=latency_ms,
+        error=error,
     )
-    raise ConfigError(message)
 
 
 def _claim(

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from worker.agents.jsonl import as_int, as_str, tool_call, tool_result
 from worker.models import AgentEvent, EventKind, InfraFailure, InfraKind
 
 # The CLI's usage-limit text: "You've hit your limit · resets 1pm (Europe/Paris)".
@@ -53,13 +54,15 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
                 AgentEvent(
                     EventKind.SESSION,
                     index,
-                    session_id=_str(obj.get("session_id")),
-                    model=_str(obj.get("model")),
+                    session_id=as_str(obj.get("session_id")),
+                    model=as_str(obj.get("model")),
                     raw_type="system/init",
                 )
             ]
         return [
-            AgentEvent(EventKind.OTHER, index, subtype=_str(obj.get("subtype")), raw_type="system")
+            AgentEvent(
+                EventKind.OTHER, index, subtype=as_str(obj.get("subtype")), raw_type="system"
+            )
         ]
     if kind == "assistant":
         return _message_events(obj, index, kind)
@@ -81,9 +84,9 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
             AgentEvent(
                 EventKind.RATE_LIMIT,
                 index,
-                status=_str(info.get("status")),
+                status=as_str(info.get("status")),
                 resets_at=float(resets) if isinstance(resets, int | float) else None,
-                subtype=_str(info.get("rateLimitType")),
+                subtype=as_str(info.get("rateLimitType")),
                 raw_type=kind,
             )
         ]
@@ -96,19 +99,19 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
             AgentEvent(
                 EventKind.RESULT,
                 index,
-                session_id=_str(obj.get("session_id")),
-                text=_str(obj.get("result")) or "",
+                session_id=as_str(obj.get("session_id")),
+                text=as_str(obj.get("result")) or "",
                 is_error=bool(obj.get("is_error")),
-                subtype=_str(obj.get("subtype")),
+                subtype=as_str(obj.get("subtype")),
                 cost_usd=float(cost) if isinstance(cost, int | float) else None,
                 num_turns=turns if isinstance(turns, int) else None,
                 input_tokens=_context_tokens(usage),
-                output_tokens=_int(usage.get("output_tokens")),
+                output_tokens=as_int(usage.get("output_tokens")),
                 raw_type=kind,
             )
         ]
-    if kind in ("stream_event", "file-history-snapshot", "summary", "queue-operation"):
-        return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
+    # Partial deltas (`stream_event`), the session log's `file-history-snapshot`, `summary`
+    # and `queue-operation` lines, and any type to come.
     return [AgentEvent(EventKind.OTHER, index, raw_type=str(kind))]
 
 
@@ -122,10 +125,10 @@ def infra_failure(obj: dict[str, Any]) -> InfraFailure | None:
     """
     kind = obj.get("type")
     if kind == "system" and obj.get("subtype") == "api_retry":
-        status, error, words = obj.get("error_status"), _str(obj.get("error")), ""
+        status, error, words = obj.get("error_status"), as_str(obj.get("error")), ""
     elif kind == "result" and obj.get("is_error"):
-        status, error = obj.get("api_error_status"), _str(obj.get("api_error_type"))
-        words = _str(obj.get("result")) or ""
+        status, error = obj.get("api_error_status"), as_str(obj.get("api_error_type"))
+        words = as_str(obj.get("result")) or ""
         if USAGE_LIMIT_TEXT.search(words):
             return None
         if status is None and error is None and obj.get("terminal_reason") != "api_error":
@@ -193,30 +196,15 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
                 AgentEvent(EventKind.TEXT, index, text=str(block.get("text", "")), raw_type=role)
             )
         elif btype == "tool_use":
-            args = block.get("input")
-            events.append(
-                AgentEvent(
-                    EventKind.TOOL_CALL,
-                    index,
-                    tool=_str(block.get("name")),
-                    tool_id=_str(block.get("id")),
-                    args=args if isinstance(args, dict) else {},
-                    raw_type=role,
-                )
-            )
+            tool, tool_id = as_str(block.get("name")), as_str(block.get("id"))
+            events.append(tool_call(index, tool, tool_id, block.get("input"), role))
         elif btype == "tool_result":
-            is_error = bool(block.get("is_error"))
+            failed = bool(block.get("is_error"))
             text = _content_text(block.get("content"))
+            error = text[:500] if failed else None
+            tool_id = as_str(block.get("tool_use_id"))
             events.append(
-                AgentEvent(
-                    EventKind.TOOL_RESULT,
-                    index,
-                    tool_id=_str(block.get("tool_use_id")),
-                    is_error=is_error,
-                    text=text[:2000],
-                    error=text[:500] if is_error else None,
-                    raw_type=role,
-                )
+                tool_result(index, tool_id, failed=failed, output=text, error=error, raw_type=role)
             )
     usage = message.get("usage")
     if role == "assistant" and isinstance(usage, dict):
@@ -224,9 +212,9 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
             AgentEvent(
                 EventKind.USAGE,
                 index,
-                model=_str(message.get("model")),
+                model=as_str(message.get("model")),
                 input_tokens=_context_tokens(usage),
-                output_tokens=_int(usage.get("output_tokens")),
+                output_tokens=as_int(usage.get("output_tokens")),
                 raw_type=role,
             )
         )
@@ -236,7 +224,7 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
 def _context_tokens(usage: dict[str, Any]) -> int:
     """The prompt size of a turn: fresh input plus cache writes plus cache reads."""
     return sum(
-        _int(usage.get(key))
+        as_int(usage.get(key))
         for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
 
@@ -247,11 +235,3 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

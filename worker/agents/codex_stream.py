@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.agents.jsonl import as_dict, as_int, as_str, message_of, parse
+from worker.agents.jsonl import (
+    as_dict,
+    as_int,
+    as_str,
+    invalid_line,
+    message_of,
+    parse,
+    tool_call,
+    tool_result,
+)
 from worker.models import AgentEvent, EventKind
 
 
@@ -74,18 +83,8 @@ def _codex_item(item: dict[str, Any], index: int) -> list[AgentEvent]:
     else:
         return [AgentEvent(EventKind.OTHER, index, raw_type=f"item/{itype}")]
     return [
-        AgentEvent(
-            EventKind.TOOL_CALL, index, tool=tool, tool_id=item_id, args=args, raw_type=str(itype)
-        ),
-        AgentEvent(
-            EventKind.TOOL_RESULT,
-            index,
-            tool_id=item_id,
-            is_error=failed,
-            text=output[:2000],
-            error=error,
-            raw_type=str(itype),
-        ),
+        tool_call(index, tool, item_id, args, str(itype)),
+        tool_result(index, item_id, failed=failed, output=output, error=error, raw_type=str(itype)),
     ]
 
 
@@ -95,5 +94,5 @@ def codex_line(line: str, index: int = 0) -> list[AgentEvent]:
     if obj is None:
         return []
     if isinstance(obj, str):
-        return [AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")]
+        return [invalid_line(line, index, obj)]
     return codex_object(obj, index)

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from worker.agents.jsonl import as_dict, as_int, as_str, message_of, parse
+from worker.agents.jsonl import (
+    as_dict,
+    as_int,
+    as_str,
+    invalid_line,
+    message_of,
+    parse,
+    tool_call,
+    tool_result,
+)
 from worker.models import AgentEvent, EventKind
 
 
@@ -43,9 +52,7 @@ class GeminiJoiner:
             return [] if obj.get("delta") else self.flush()
         events = self.flush()
         if isinstance(obj, str):
-            events.append(
-                AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")
-            )
+            events.append(invalid_line(line, index, obj))
         else:
             events.extend(gemini_object(obj, index))
         return events
@@ -71,30 +78,15 @@ def gemini_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
             )
         ]
     if kind == "tool_use":
-        args = obj.get("parameters")
-        return [
-            AgentEvent(
-                EventKind.TOOL_CALL,
-                index,
-                tool=as_str(obj.get("tool_name")),
-                tool_id=as_str(obj.get("tool_id")),
-                args=args if isinstance(args, dict) else {},
-                raw_type=kind,
-            )
-        ]
+        tool, tool_id = as_str(obj.get("tool_name")), as_str(obj.get("tool_id"))
+        return [tool_call(index, tool, tool_id, obj.get("parameters"), kind)]
     if kind == "tool_result":
         failed = obj.get("status") == "error"
         output = as_str(obj.get("output")) or ""
+        error = (message_of(obj.get("error")) or output[:500]) if failed else None
+        tool_id = as_str(obj.get("tool_id"))
         return [
-            AgentEvent(
-                EventKind.TOOL_RESULT,
-                index,
-                tool_id=as_str(obj.get("tool_id")),
-                is_error=failed,
-                text=output[:2000],
-                error=(message_of(obj.get("error")) or output[:500]) if failed else None,
-                raw_type=kind,
-            )
+            tool_result(index, tool_id, failed=failed, output=output, error=error, raw_type=kind)
         ]
     if kind == "error":
         # severity "warning" (a loop was detected, a hook blocked a call) or "error" (turn limit,

@@ -1,9 +1,15 @@
-"""Small helpers for reading JSON lines of agent CLIs: tolerant, never raising."""
+"""Small helpers for reading JSON lines of agent CLIs into AgentEvents: tolerant, never raising.
+
+The events every CLI has (a line that is not JSON, a tool call, its result) are built here, so
+that their caps are the same whichever agent ran.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from worker.models import AgentEvent, EventKind
 
 
 def parse(line: str) -> dict[str, Any] | str | None:
@@ -36,3 +42,43 @@ def as_str(value: Any) -> str | None:
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def invalid_line(line: str, index: int, problem: str) -> AgentEvent:
+    """The ERROR event for a line that is not a JSON object (`problem` says why)."""
+    return AgentEvent(EventKind.ERROR, index, text=line[:500], error=problem, raw_type="invalid")
+
+
+def tool_call(
+    index: int, tool: str | None, tool_id: str | None, args: Any, raw_type: str
+) -> AgentEvent:
+    """A tool call; arguments that are not a JSON object are left out."""
+    return AgentEvent(
+        EventKind.TOOL_CALL,
+        index,
+        tool=tool,
+        tool_id=tool_id,
+        args=as_dict(args),
+        raw_type=raw_type,
+    )
+
+
+def tool_result(
+    index: int,
+    tool_id: str | None,
+    *,
+    failed: bool,
+    output: str,
+    error: str | None,
+    raw_type: str,
+) -> AgentEvent:
+    """A tool's result: its output (capped), and its error when it failed."""
+    return AgentEvent(
+        EventKind.TOOL_RESULT,
+        index,
+        tool_id=tool_id,
+        is_error=failed,
+        text=output[:2000],
+        error=error,
+        raw_type=raw_type,
+    )

@@ -83,11 +83,7 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
     if turn.running_taken and snap.running is not None:
         blocked = blocked | {snap.running.id}  # paused by an order: not chosen again now
     control_ids = {o.id for o in snap.controls}
-    ready = [w for w in snap.ready_waits if w.task.id not in blocked]
-    for task_id, order in turn.resumed.items():
-        waiting = next(w for w in snap.waiting if w.task.id == task_id)
-        if task_id not in blocked:
-            ready.append(_as_ready(waiting, order, snap.now))
+    ready = _ready(snap, turn, blocked)
     chosen: tuple[Task, str, Priority, str | None, ReadyWait | None] | None = None
     if snap.running is not None and not turn.running_taken:
         chosen = (snap.running, snap.running.source, Priority.HARD_BLOCKER, None, None)
@@ -140,11 +136,30 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
                 chosen = (task, listing.source, kind.priority, code, None)
             else:
                 queued.append(entry)
+    paused_entries += _waiting_entries(snap, turn, chosen[0].id if chosen else None)
+    turn.clean({chosen[0].id} if chosen else set())
+    turn.replies()
+    return _decision(snap, turn, chosen, notes, candidates, queued, paused_entries)
+
+
+def _ready(snap: Snapshot, turn: Turn, blocked: frozenset[str] | set[str]) -> list[ReadyWait]:
+    """The ready wait states, and the waiting flows an order resumed, less the blocked ones."""
+    ready = [w for w in snap.ready_waits if w.task.id not in blocked]
+    for task_id, order in turn.resumed.items():
+        waiting = next(w for w in snap.waiting if w.task.id == task_id)
+        if task_id not in blocked:
+            ready.append(_as_ready(waiting, order, snap.now))
+    return ready
+
+
+def _waiting_entries(snap: Snapshot, turn: Turn, chosen_id: str | None) -> list[PlanEntry]:
+    """The plan's entries for the flows still waiting (not ended, not chosen now)."""
+    entries = []
     for waiting in snap.waiting:
-        if waiting.task.id in turn.ended or (chosen and chosen[0].id == waiting.task.id):
+        if waiting.task.id in turn.ended or chosen_id == waiting.task.id:
             continue
         last = waiting.last_active_at if waiting.last_active_at is not None else snap.now
-        paused_entries.append(
+        entries.append(
             PlanEntry(
                 waiting.task.id,
                 "waiting",
@@ -153,9 +168,7 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
                 last,
             )
         )
-    turn.clean({chosen[0].id} if chosen else set())
-    turn.replies()
-    return _decision(snap, turn, chosen, notes, candidates, queued, paused_entries)
+    return entries
 
 
 def _as_ready(waiting: WaitingFlow, order: ControlOrder, now: float) -> ReadyWait:

@@ -32,12 +32,27 @@ def _fail(name: str, detail: str) -> None:
 
 def check(snapshot: Snapshot, decision: Decision) -> None:
     orders = _live(effective_orders(snapshot))
-    chosen = decision.task.id if decision.task is not None else None
-    acted = {(a.act, a.task_id) for a in decision.actions}
-    present = _present_ids(snapshot)
+    _safety_preempts(snapshot, decision, orders)
+    _stop_and_switch(snapshot, decision, orders)
+    _ready_waits_first(snapshot, decision, orders)
+    _priority(snapshot, decision, orders)
+    _plan(decision)
+    _work_kept(decision)
+    _closed_reason_codes(decision)
 
-    # Safety always preempts: a task an order ends or pauses is never the foreground, and
-    # every present flow an order ends gets its ending action.
+
+def _chosen(decision: Decision) -> str | None:
+    return decision.task.id if decision.task is not None else None
+
+
+def _acted(decision: Decision) -> set[tuple[Act, str]]:
+    return {(a.act, a.task_id) for a in decision.actions}
+
+
+def _safety_preempts(snapshot: Snapshot, decision: Decision, orders: list[ControlOrder]) -> None:
+    """Safety always preempts: a task an order ends or pauses is never the foreground, and
+    every present flow an order ends gets its ending action."""
+    chosen, acted, present = _chosen(decision), _acted(decision), _present_ids(snapshot)
     for order in orders:
         if (
             order.task_id != ALL_TASKS
@@ -62,26 +77,30 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
         ):
             _fail("safety preempts", f"{chosen} started despite order {order.id} for every task")
 
-    # No task stays running after an explicit stop.
-    running = snapshot.running
-    if running is not None:
-        stops = [o for o in orders if o.order.ends_task and o.targets(running.id)]
-        if stops and ((Act.STOP_RUNNING, running.id) not in acted or chosen == running.id):
-            _fail("stop ends the running task", f"{running.id} still running")
-        taken = any(
-            o.order in (Order.STOP, Order.CANCEL, Order.PAUSE) and o.targets(running.id)
-            for o in orders
-        )
-        # At most one switch per turn: a running task is only left for an order.
-        if not taken and chosen != running.id:
-            _fail("one switch per turn", f"{chosen} replaced running {running.id}")
 
-    # A ready wait state is served before any new task.
+def _stop_and_switch(snapshot: Snapshot, decision: Decision, orders: list[ControlOrder]) -> None:
+    """No task stays running after an explicit stop; at most one switch per turn."""
+    running, chosen = snapshot.running, _chosen(decision)
+    if running is None:
+        return
+    stops = [o for o in orders if o.order.ends_task and o.targets(running.id)]
+    if stops and ((Act.STOP_RUNNING, running.id) not in _acted(decision) or chosen == running.id):
+        _fail("stop ends the running task", f"{running.id} still running")
+    taken = any(
+        o.order in (Order.STOP, Order.CANCEL, Order.PAUSE) and o.targets(running.id) for o in orders
+    )
+    # At most one switch per turn: a running task is only left for an order.
+    if not taken and chosen != running.id:
+        _fail("one switch per turn", f"{chosen} replaced running {running.id}")
+
+
+def _ready_waits_first(snapshot: Snapshot, decision: Decision, orders: list[ControlOrder]) -> None:
+    """A ready wait state is served before any new task."""
     if (
         decision.task is not None
         and decision.wait is None
         and snapshot.forced is None
-        and running is None
+        and snapshot.running is None
         and any(
             w.task.id not in snapshot.excluded
             and w.task.id not in snapshot.paused
@@ -89,31 +108,37 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
             for w in snapshot.ready_waits
         )
     ):
-        _fail("ready waits first", f"{chosen} chosen while a wait state is ready")
+        _fail("ready waits first", f"{_chosen(decision)} chosen while a wait state is ready")
 
-    # The chosen flow is of the best class present and eligible (no better class skipped).
+
+def _priority(snapshot: Snapshot, decision: Decision, orders: list[ControlOrder]) -> None:
+    """The chosen flow is of the best class present and eligible (no better class skipped)."""
     if decision.task is not None and decision.priority is None:
         _fail("priority", "a chosen task without its priority class")
     if decision.task is None and decision.priority not in (None, Priority.SAFETY):
         _fail("priority", "idle with a priority other than safety")
-    if decision.task is not None and decision.priority is not None and running is None:
-        controls = {o.id for o in snapshot.controls}
-        for listing in snapshot.listings:
-            better = kind_of_source(listing.source).priority
-            if better < decision.priority and any(
-                t.id not in snapshot.excluded
-                and t.id not in snapshot.paused
-                and t.id not in controls
-                and not _ended(orders, t.id)
-                for t in listing.tasks
-            ):
-                _fail(
-                    "priority",
-                    f"{chosen} ({decision.priority.name}) chosen over a "
-                    f"{better.name} task of {listing.source}",
-                )
+    if decision.task is None or decision.priority is None or snapshot.running is not None:
+        return
+    controls = {o.id for o in snapshot.controls}
+    for listing in snapshot.listings:
+        better = kind_of_source(listing.source).priority
+        if better < decision.priority and any(
+            t.id not in snapshot.excluded
+            and t.id not in snapshot.paused
+            and t.id not in controls
+            and not _ended(orders, t.id)
+            for t in listing.tasks
+        ):
+            _fail(
+                "priority",
+                f"{decision.task.id} ({decision.priority.name}) chosen over a "
+                f"{better.name} task of {listing.source}",
+            )
 
-    # The plan: one foreground; every paused or waiting flow can be resumed.
+
+def _plan(decision: Decision) -> None:
+    """The plan: one foreground; every paused or waiting flow can be resumed."""
+    chosen = _chosen(decision)
     for entry in (*decision.paused, *decision.queued):
         if entry.task_id == chosen:
             _fail("one foreground", f"{chosen} is both foreground and {entry.kind}")
@@ -121,13 +146,17 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
         if not entry.resume_brief or entry.last_active_at is None:
             _fail("resume brief", f"paused flow {entry.task_id} lacks a brief or last_active_at")
 
-    # Nothing holding work is deleted.
+
+def _work_kept(decision: Decision) -> None:
+    """Nothing holding work is deleted."""
     for action in decision.actions:
         item = action.ref
         if action.act is Act.CLEAN and (not isinstance(item, StaleItem) or item.holds_work):
             _fail("work kept", f"{action.task_id} holds work and would be cleaned")
 
-    # Reason codes come from the closed list.
+
+def _closed_reason_codes(decision: Decision) -> None:
+    """Reason codes come from the closed list."""
     known = {r.value for r in Reason}
     unknown = [c for c in decision.reason_codes if c not in known]
     if unknown:

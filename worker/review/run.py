@@ -23,8 +23,8 @@ from worker.review.triggers import Due, next_interval
 from worker.store import Store
 
 log = logging.getLogger(__name__)
-# Reviewers read; they never edit (worker writes their docs from the JSON answer).
-# Reviewers only read; worker writes their documents itself (folder ownership).
+# Reviewers only read; worker writes their documents itself, from the JSON answer (folder
+# ownership).
 READ_ONLY_ARGS = ("--disallowedTools", "Edit", "Write", "NotebookEdit", "Bash")
 
 
@@ -87,7 +87,6 @@ def count_new(findings: list[str], previous: list[str]) -> int:
 
 def run_reviewer(settings: Settings, store: Store, due: Due, seq: int) -> RunReport:
     name, cfg = due.reviewer, settings.review
-    rcfg = cfg.reviewer(name)
     ks = KnowledgeStore.for_settings(settings)
     all_docs = ks.docs()
     own = [doc for doc in all_docs if doc.folder in OWNERS[name]]
@@ -105,32 +104,7 @@ def run_reviewer(settings: Settings, store: Store, due: Due, seq: int) -> RunRep
         pending=queue.pending(store),
         previous=previous,
     )
-    answer: Answer | None = None
-    try:
-        adapter, model, extra = _adapter(settings, name)
-        result = adapter.run(
-            AgentRequest(
-                prompt=build_prompt(inp),
-                model=model,
-                cwd=settings.workspace,
-                timeout_s=cfg.timeout_s,
-                log_path=settings.logs / "review" / f"{name}-{seq}.jsonl",
-                extra_args=extra,
-                max_budget_usd=rcfg.max_budget_usd,
-            )
-        )
-    except (WorkerError, OSError, ValueError) as exc:
-        report.outcome, report.error = "skipped", f"cannot run: {exc}"
-    else:
-        report.cost_usd = result.cost_usd
-        failure = _failure(result)
-        if failure:
-            report.outcome, report.error = "failed", failure
-        else:
-            try:
-                answer = parse_answer(name, result.final_text)
-            except MalformedInput as exc:
-                report.outcome, report.error = "invalid", str(exc)
+    answer = _ask(settings, inp, seq, report)
     if answer is not None:
         _apply(settings, store, ks, answer, report, seq, tasks[-1]["id"] if tasks else None)
         findings = findings_of(answer)
@@ -144,17 +118,65 @@ def run_reviewer(settings: Settings, store: Store, due: Due, seq: int) -> RunRep
     else:
         findings = []
         log.warning("%s reviewer %s: %s (the tasks go on)", name, report.outcome, report.error)
+    _record(settings, store, state, report, seq, findings, answered=answer is not None)
+    return report
+
+
+def _ask(settings: Settings, inp: ReviewInput, seq: int, report: RunReport) -> Answer | None:
+    """The reviewer's valid answer, or None with the report's outcome and error saying why."""
+    name, cfg = inp.reviewer, settings.review
+    try:
+        adapter, model, extra = _adapter(settings, name)
+        result = adapter.run(
+            AgentRequest(
+                prompt=build_prompt(inp),
+                model=model,
+                cwd=settings.workspace,
+                timeout_s=cfg.timeout_s,
+                log_path=settings.logs / "review" / f"{name}-{seq}.jsonl",
+                extra_args=extra,
+                max_budget_usd=cfg.reviewer(name).max_budget_usd,
+            )
+        )
+    except (WorkerError, OSError, ValueError) as exc:
+        report.outcome, report.error = "skipped", f"cannot run: {exc}"
+        return None
+    report.cost_usd = result.cost_usd
+    failure = _failure(result)
+    if failure:
+        report.outcome, report.error = "failed", failure
+        return None
+    try:
+        return parse_answer(name, result.final_text)
+    except MalformedInput as exc:
+        report.outcome, report.error = "invalid", str(exc)
+        return None
+
+
+def _record(
+    settings: Settings,
+    store: Store,
+    state: db.ReviewerState,
+    report: RunReport,
+    seq: int,
+    findings: list[str],
+    *,
+    answered: bool,
+) -> None:
+    """The run recorded, and the reviewer's next interval (longer while it converges)."""
+    name, cfg = report.reviewer, settings.review
+    rcfg = cfg.reviewer(name)
     current = state.effective_interval(rcfg.interval)
     report.interval = (
         next_interval(current, report.converging, rcfg.interval, cfg.max_interval)
-        if answer is not None
+        if answered
         else current
     )
     report.run_id = db.record_run(
         store,
         reviewer=name,
         task_seq=seq,
-        trigger=due.trigger,
+        trigger=report.trigger,
         outcome=report.outcome,
         bootstrap=int(report.bootstrap),
         converging=int(report.converging),
@@ -166,12 +188,11 @@ def run_reviewer(settings: Settings, store: Store, due: Due, seq: int) -> RunRep
     )
     state.since, state.runs = 0, state.runs + 1
     state.interval, state.base = report.interval, rcfg.interval
-    if answer is not None:
+    if answered:
         state.last_seq = seq  # a failed run leaves its tasks for the next one
     db.save_reviewer(store, state)
     if report.converging and report.interval != current:
         log.info("%s reviewer converging: interval %s -> %s", name, current, report.interval)
-    return report
 
 
 def _apply(
