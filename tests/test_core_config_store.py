@@ -15,7 +15,7 @@ from worker.errors import ConfigError
 from worker.models import Task
 from worker.scheduling import ReadyWait, Snapshot, decide
 from worker.sources.base import Listing
-from worker.store import Store
+from worker.store import Store, script
 
 
 def test_defaults_follow_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,6 +109,24 @@ def test_component_migrations_run_once_in_order(tmp_path: Path) -> None:
         store.ensure("extra", [v1, v2])
         store.ensure("extra", [v1, v2])
     assert seen == [1, 2]
+
+
+def test_a_migration_that_fails_halfway_leaves_nothing_and_is_retried_whole(
+    tmp_path: Path,
+) -> None:
+    """A migration's statements run inside `ensure`'s transaction: a failing one takes the
+    tables before it back with it, so the next open applies the migration cleanly (with
+    `executescript()` the first table stayed, and every later open failed on it)."""
+    broken = "CREATE TABLE first (x INTEGER);\nCREATE TABLE second (x INTEGER) nonsense;\n"
+    fixed = "CREATE TABLE first (x INTEGER);\nCREATE TABLE second (x INTEGER);\n"
+    with Store(tmp_path / "w.db") as store:
+        with pytest.raises(sqlite3.OperationalError):
+            store.ensure("extra", [lambda db: script(db, broken)])
+        store.ensure("extra", [lambda db: script(db, fixed)])
+        tables = {row[0] for row in store.db.execute("SELECT name FROM sqlite_master")}
+        assert {"first", "second"} <= tables
+    with pytest.raises(ValueError, match="unfinished"), Store(tmp_path / "v.db") as store:
+        store.ensure("extra", [lambda db: script(db, "CREATE TABLE t (x INTEGER)")])
 
 
 def test_a_lease_blocks_until_it_expires_or_is_released(tmp_path: Path) -> None:

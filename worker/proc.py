@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import worker
 from worker.boundedio import LINE_CAP, LOG_CAP, CappedLog, bounded_lines
 from worker.fleet.settings import redact_url
 from worker.platform.process import TreeProcess
@@ -78,6 +79,9 @@ def child_env() -> dict[str, str]:
     """The environment for child processes: ours, less the worker's tokens (and any variable
     holding the same value under another name, such as GH_TOKEN)."""
     env = dict(os.environ)
+    if worker.PYDANTIC_SWITCH[1] in env:  # worker's own switch, not the operator's
+        for name in worker.PYDANTIC_SWITCH:
+            env.pop(name, None)
     secrets = {env[name] for name in _WORKER_SECRETS if env.get(name)}
     return {
         name: value

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from worker.models import AgentEvent, EventKind, Task
-from worker.store import Store
+from worker.store import Store, script
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ _WRITES = ("edit", "write", "replace", "patch", "file_change")
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE run_progress (
             run_id INTEGER PRIMARY KEY,

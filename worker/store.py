@@ -19,8 +19,25 @@ from typing import Any, Protocol
 Migration = Callable[[sqlite3.Connection], None]
 
 
+def script(db: sqlite3.Connection, sql: str) -> None:
+    """Run a migration's statements one by one inside the caller's transaction.
+
+    `executescript()` would COMMIT first and run the rest unguarded: a second process opening
+    the same new database could then apply the same migration again ("table already exists"),
+    and a script failing halfway would leave half a schema that no later open could finish.
+    """
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"an unfinished SQL statement in a migration: {statement.strip()[:80]}")
+
+
 def _core_v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -202,9 +219,7 @@ class Store:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
-        # A migration using executescript() has committed already (sqlite3 does that).
-        if self.db.in_transaction:
-            self.db.execute("COMMIT")
+        self.db.execute("COMMIT")
 
     # -- runs -------------------------------------------------------------------------------
     def start_run(self, machine_id: str, pid: int) -> int:

@@ -1,11 +1,13 @@
 """The one place that talks to Rich: consoles, JSON output and the live progress panel.
 
 On a terminal each iteration gets a live panel; elsewhere (cron mail, pipes) plain lines.
-NO_COLOR is honoured by Rich itself.
+NO_COLOR is honoured by Rich itself. The consoles are built on first use: a `--json` run, or
+a cron run with nothing to say, never loads Rich.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -14,13 +16,25 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from worker.progress import Step
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+@functools.cache
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _out() -> Console:
+    return _console(False)
+
+
+def _err() -> Console:
+    return _console(True)
 
 
 def print_json(data: Any) -> None:
@@ -34,11 +48,11 @@ def print_jsonl(data: Any) -> None:
 
 
 def error(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    _err().print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+    _err().print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
 
 
 class LogLines(logging.Handler):
@@ -56,18 +70,18 @@ class LogLines(logging.Handler):
                 text = self.format(record)
             else:
                 text = f"{record.levelname.lower()}: {record.getMessage()}"
-            err.print(text, markup=False, highlight=False)
+            _err().print(text, markup=False, highlight=False)
         except Exception:
             self.handleError(record)
 
 
 def line(text: str) -> None:
-    out.print(text, markup=False, highlight=False)
+    _out().print(text, markup=False, highlight=False)
 
 
 def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
     """A table on a terminal, tab-separated lines elsewhere (easy to grep)."""
-    if not out.is_terminal:
+    if not _out().is_terminal:
         # Plain tab-separated lines (Rich would expand the tabs), easy to cut and grep.
         lines = [title] if title else []
         lines.append("\t".join(columns))
@@ -81,7 +95,7 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = No
         grid.add_column(col, overflow="fold")  # long ids and codes wrap, never cut
     for row in rows:
         grid.add_row(*(_cell(row.get(col)) for col in columns))
-    out.print(grid)
+    _out().print(grid)
 
 
 def _cell(value: Any) -> str:
@@ -101,7 +115,7 @@ class LiveProgress:
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
-        self.live_ok = out.is_terminal and not quiet
+        self.live_ok = not quiet and _out().is_terminal
         self._live: Any = None
         self._step: Step | None = None
         self._said: str | None = None  # the last finding printed as a plain line
@@ -145,7 +159,7 @@ class LiveProgress:
             return
         from rich.live import Live
 
-        self._live = Live(_Panel(self), console=out, refresh_per_second=4, transient=True)
+        self._live = Live(_Panel(self), console=_out(), refresh_per_second=4, transient=True)
         self._live.start()
 
     def _stop_live(self) -> None:

@@ -5,10 +5,14 @@ GitPython is imported lazily (it is heavy, and `worker --help` must stay fast).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from worker.gitsafe import git_argv, repo
 from worker.platform.names import portable_name
@@ -25,14 +29,69 @@ _IDENTITY = {
 }
 
 
+@dataclass(frozen=True)
+class WorkState:
+    """What the work tree holds beyond HEAD, from one `git status`."""
+
+    files: list[str]  # changed, staged, deleted and untracked files, sorted
+    digest: str  # equal digests mean no progress: HEAD, the status, the changed files' bytes
+
+
+# A supervised iteration asks for the changed files and then the digest (worker/loop.py): both
+# come from one `git status` taken for the first and handed to the second.
+_last: tuple[Path, float, WorkState] | None = None
+_HANDOVER_S = 1.0
+
+
 def changed_files(cwd: Path) -> list[str]:
     """Files changed in the work tree (staged, unstaged, untracked); [] outside git."""
+    global _last
+    state = work_state(cwd)
+    _last = None if state is None else (cwd, time.monotonic(), state)
+    return [] if state is None else state.files
+
+
+def diff_digest(cwd: Path) -> str | None:
+    """A fingerprint of the work tree's changes: equal digests mean no progress."""
+    global _last
+    last, _last = _last, None
+    if last is not None and last[0] == cwd and time.monotonic() - last[1] < _HANDOVER_S:
+        return last[2].digest
+    state = work_state(cwd)
+    return None if state is None else state.digest
+
+
+def work_state(cwd: Path) -> WorkState | None:
+    """The work tree's changes from one `git status` (HEAD's commit, each change, untracked
+    files by name) and the bytes of the changed tracked files; None outside git."""
     if not (cwd / ".git").exists():
-        return []
-    proc = run_process(git_argv("status", "--porcelain"), cwd=cwd, timeout_s=30)
+        return None
+    proc = run_process(
+        git_argv("status", "--porcelain=v2", "--branch", "--untracked-files=all"),
+        cwd=cwd,
+        timeout_s=30,
+        cap_bytes=5_000_000,
+    )
     if proc.exit_code != 0:
-        return []
-    return sorted(line[3:] for line in proc.stdout.splitlines() if len(line) > 3)
+        return None
+    digest = hashlib.sha256(proc.stdout.encode())
+    files = []
+    for line in proc.stdout.splitlines():
+        kind, path = line[:2], None
+        if kind in ("1 ", "2 ", "u "):
+            fields = {"1 ": 8, "2 ": 9, "u ": 10}[kind]
+            path = line.split(" ", fields)[-1].split("\t", 1)[0]
+            _digest_file(digest, cwd / path)  # its content, not only that it changed
+        elif kind == "? ":
+            path = line[2:]
+        if path:
+            files.append(path)
+    return WorkState(sorted(files), digest.hexdigest())
+
+
+def _digest_file(digest: Any, path: Path) -> None:
+    with contextlib.suppress(OSError), open(path, "rb") as handle:  # deleted: no bytes
+        digest.update(hashlib.file_digest(handle, "sha256").digest())
 
 
 def _diff_text(cwd: Path) -> str | None:
@@ -45,12 +104,6 @@ def _diff_text(cwd: Path) -> str | None:
         git_argv("ls-files", "--others", "--exclude-standard"), cwd=cwd, timeout_s=30
     )
     return diff.stdout + "\0untracked:\n" + untracked.stdout
-
-
-def diff_digest(cwd: Path) -> str | None:
-    """A fingerprint of the work tree's changes: equal digests mean no progress."""
-    text = _diff_text(cwd)
-    return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
 
 def save_diff(cwd: Path, path: Path) -> Path | None:

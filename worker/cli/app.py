@@ -2,35 +2,140 @@
 
 from __future__ import annotations
 
-import logging
+import importlib
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
+from typer.main import get_group
 
 from worker import __version__
-from worker.cli import (
-    cancel,
-    costs,
-    directives,
-    doctor,
-    fleet,
-    inspect,
-    intercom,
-    log,
-    modes,
-    prune,
-    queue,
-    run,
-    schedule,
-    serve,
-    show,
-    status,
-    submit,
-    supervise,
-    waits,
-    why,
-)
 from worker.errors import ExitCode, WorkerError
+
+# Every command: the module that registers it, and the first paragraph of its help, which
+# `worker --help` lists without importing the module (a test holds these to the modules).
+# In the order `worker --help` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "Resume a ready wait state, or take the next task, drive the agent, report."),
+    "log": (
+        "log",
+        "List recent runs: task and title, outcome and its codes (e.g. AGENT_NOT_FOUND), what"
+        " ended it in words, the decision's reason codes, iterations and cost.",
+    ),
+    "status": (
+        "status",
+        "Show the running task (iteration, elapsed, cost, current tool), the waits (what each"
+        " waits for, since when), the claims and their leases, the queue per source, the "
+        "files set aside in rejected/, the last failures and today's spend.",
+    ),
+    "inspect": (
+        "inspect",
+        "Replay a transcript through the supervisor: each anomaly, where it starts, the steering.",
+    ),
+    "fleet": (
+        "fleet",
+        "Show each machine's health, task, mode, PACE and context fill; flag stale reports.",
+    ),
+    "why": (
+        "why",
+        "Explain why a run did what it did: the chosen flow, its class, the orders obeyed.",
+    ),
+    "cancel": (
+        "cancel",
+        "Cancel a task: a running one is stopped within seconds (its work kept), a waiting "
+        "one cancelled, a queued one dropped; its source is told.",
+    ),
+    "serve": (
+        "serve",
+        "Run the batch cycle continuously: one run, then sleep until the interval ends or a "
+        "message arrives. SIGTERM/SIGINT stop the running agent, keep its work, release the "
+        "task.",
+    ),
+    "schedule": (
+        "schedule",
+        "Print a crontab line, systemd units or a Task Scheduler XML for this workspace. They"
+        " carry this shell's PATH and WORKER_* variables (never a secret: those are left "
+        "out).",
+    ),
+    "doctor": (
+        "doctor",
+        "Check the agent CLIs, state and inbox folders, modes, GitHub token and repositories,"
+        " the environment a scheduled run sees, and Gemini CLI's trust and auth settings.",
+    ),
+    "prune": (
+        "prune",
+        "Delete runs, decisions, ended claims and run logs past their retention ([retention]).",
+    ),
+    "submit": (
+        "submit",
+        "Put a task into the inbox (a validated message, written atomically); print its id.",
+    ),
+    "queue": (
+        "queue",
+        "List the queued tasks of every source in the order runs would take them, with why "
+        "each would or would not be taken next. Nothing is claimed or moved.",
+    ),
+    "show": (
+        "show",
+        "List each iteration of a run: its STATUS line, cost, tools used and files written.",
+    ),
+    "costs": (
+        "costs",
+        "Report the recorded spend: the tasks' agent calls, and the reviewers' apart.",
+    ),
+    "modes": ("modes", "Show and check the modes (modes/modes.json)."),
+    "waits": ("waits", "Tasks waiting for an approval, a reply, a decision or a moment."),
+    "intercom": (
+        "intercom",
+        "Local messages for tasks (`intercom_message`), and orders: /stop, /pause, /resume.",
+    ),
+    "directives": ("directives", "The reviewers' directives: what the next tasks must address."),
+    "knowledge": (
+        "directives",
+        "The knowledge store (docs/knowledge/) and the reviewers that keep it.",
+    ),
+    "supervise": (
+        "supervise",
+        "Keep `worker serve` running: restarts with backoff, crash-loop detection, promotion "
+        "and rollback of revisions.",
+    ),
+}
+
+
+class _LazyGroup(TyperGroup):
+    """The root command: each command's module is imported when that command runs (or its
+    own help is asked for); until then the command is its name and short help."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for name, (_module, text) in COMMANDS.items():
+            self.commands.setdefault(name, _Pending(name=name, help=text, callback=None))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if isinstance(self.commands.get(cmd_name), _Pending):
+            self.commands.update(load_commands(COMMANDS[cmd_name][0]))
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [(name, cmd) for name, cmd in self.commands.items() if not cmd.hidden]
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
+
+
+class _Pending(TyperCommand):
+    """A command whose module is not imported yet."""
+
+
+def load_commands(module_name: str) -> dict[str, Any]:
+    """The click commands that `worker.cli.<module_name>` registers, by name."""
+    module = importlib.import_module(f"worker.cli.{module_name}")
+    sub = typer.Typer(rich_markup_mode=None, add_completion=False)
+    module.register(sub)
+    return dict(get_group(sub).commands)
+
 
 app = typer.Typer(
     name="worker",
@@ -39,31 +144,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,  # tracebacks never show local variables (tokens live there)
     rich_markup_mode=None,
+    cls=_LazyGroup,
 )
-
-for module in (
-    run,
-    modes,
-    log,
-    waits,
-    intercom,
-    status,
-    inspect,
-    fleet,
-    why,
-    cancel,
-    directives,
-    serve,
-    supervise,
-    schedule,
-    doctor,
-    prune,
-    submit,
-    queue,
-    show,
-    costs,
-):
-    module.register(app)
 
 
 def _version(value: bool) -> None:
@@ -79,6 +161,10 @@ def _root(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
 ) -> None:
+    # Here, not at the top: `worker --help` never gets this far, and logging (with Rich, which
+    # ui loads on first use) is a tenth of its start-up.
+    import logging
+
     from worker import ui
 
     logging.basicConfig(
@@ -98,8 +184,10 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # last resort: a message, and the traceback in the debug log
-        logging.getLogger("worker").debug("unexpected error", exc_info=True)
+        import logging
+
         from worker import ui
 
+        logging.getLogger("worker").debug("unexpected error", exc_info=True)
         ui.error(f"unexpected {type(exc).__name__}: {exc} (run with -v for details)")
         sys.exit(int(ExitCode.TASK_FAILED))

@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from worker.store import Store
+from worker.store import Store, script
 
 COMPONENT = "daemon"
 STATE_KEYS = ("current_good_rev", "candidate_rev", "last_failure_reason")
 
 
 def _daemon_v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE supervisor_revisions (
             revision TEXT PRIMARY KEY,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from worker.store import Store
+from worker.store import Store, script
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE kernel_paused (
             task_id TEXT PRIMARY KEY,

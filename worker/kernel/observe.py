@@ -18,9 +18,7 @@ from worker.kernel.orders import read_orders
 from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
-from worker.waits import record
-from worker.waits.phase0 import task_of
-from worker.waits.state import wait_state_files
+from worker.waits.phase0 import task_of, trusted_waits
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +62,7 @@ def observe(
 def waiting_flows(settings: Settings, skip: set[str]) -> list[WaitingFlow]:
     flows = []
     # Only the waits worker recorded; phase 0 sets the other files aside with their reason.
-    for path, state in record.trusted(settings, wait_state_files(settings.wait_states)):
+    for path, state in trusted_waits(settings):
         if state.task_id in skip:
             continue
         last = state.last_active_at or state.timestamp

@@ -12,13 +12,13 @@ from typing import Any
 
 from worker.config import Settings
 from worker.notify.channels import SendError, bot_of, post_json, webhook_body
-from worker.store import Store
+from worker.store import Store, script
 
 log = logging.getLogger(__name__)
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE notify_outbox (
             id INTEGER PRIMARY KEY AUTOINCREMENT,

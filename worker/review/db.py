@@ -9,14 +9,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from worker.store import Store
+from worker.store import Store, script
 
 COMPONENT = "review"
 TASK_LOG_KEEP = 100
 
 
 def _review_v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE review_counters (key TEXT PRIMARY KEY, value REAL NOT NULL);
         CREATE TABLE review_reviewers (

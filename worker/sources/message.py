@@ -3,13 +3,16 @@
 Several parts of a run look at the inbox (new tasks, control orders, replies to waiting
 tasks). `addressed_messages` reads the folder once and parses only the files that mention
 this machine or `all`; the others are never parsed. The result is reused while the folder is
-unchanged (its mtime: atomic writes and renames change it) for at most a few seconds.
+unchanged (its mtime: atomic writes and renames change it) for at most a few seconds after the
+read ended. Files are read whole on every run (no index by name, size and mtime): a message
+rewritten in place is never missed, and an inbox of a million files is one pass of reads.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker.errors import describe_validation
-from worker.fsutil import atomic_write_text, json_files
+from worker.fsutil import atomic_write_text
 from worker.platform.names import portable_name
 
 _CACHE_MAX_AGE_S = 2.0
@@ -81,6 +84,7 @@ class InboxEntry:
 
 
 _cache: dict[tuple[str, str], tuple[int, float, list[InboxEntry]]] = {}
+_clock = time.monotonic
 
 
 def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
@@ -91,54 +95,85 @@ def addressed_messages(folder: Path, machine_id: str) -> list[InboxEntry]:
         return []
     key = (str(folder), machine_id)
     cached = _cache.get(key)
-    now = time.monotonic()
-    if cached is not None and cached[0] == mtime and now - cached[1] < _CACHE_MAX_AGE_S:
+    if cached is not None and cached[0] == mtime and _clock() - cached[1] < _CACHE_MAX_AGE_S:
         return cached[2]
-    needles = (b'"all"', json.dumps(machine_id).encode())
-    entries = [
-        InboxEntry(path, None, "not a message: a message is a JSON file named *.json")
-        for path in _other_files(folder)
-    ]
-    for path in json_files(folder):
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            continue  # taken by another run meanwhile
-        except OSError as exc:
-            entries.append(InboxEntry(path, None, f"unreadable: {exc}"))
-            continue
-        if raw.lstrip()[:1] != b"{":
-            entries.append(InboxEntry(path, None, "not JSON: a message is one JSON object"))
-            continue
-        if not any(needle in raw for needle in needles):
-            continue  # a message for another machine is never parsed
-        try:
-            entries.append(InboxEntry(path, Message.model_validate_json(raw)))
-        except ValidationError as exc:
-            problems = describe_validation(exc, root="message")
-            entries.append(InboxEntry(path, None, f"invalid message: {problems}"))
-    _cache[key] = (mtime, now, entries)
+    entries = _read_addressed(folder, machine_id)
+    # The age counts from the end of the read: a read longer than the maximum age (a large
+    # inbox, a loaded machine) is still reused by the run's other readers.
+    _cache[key] = (mtime, _clock(), entries)
     return entries
 
 
+def _read_addressed(folder: Path, machine_id: str) -> list[InboxEntry]:
+    """One pass over the folder in its own order (no list of every name, no sort of them):
+    files that cannot be messages first, then the messages that may concern us, by name."""
+    # `"all"` or this machine's id as JSON writes it: one regular-expression scan is about
+    # four times cheaper than two `in` tests on a message-sized text.
+    mentions = re.compile(
+        re.escape(b'"all"') + b"|" + re.escape(json.dumps(machine_id).encode())
+    ).search
+    others: list[InboxEntry] = []
+    found: list[InboxEntry] = []
+    try:
+        scan = os.scandir(folder)
+    except OSError:
+        return []
+    with scan:
+        for entry in scan:
+            name = entry.name
+            if name.startswith(".") or not entry.is_file():
+                continue
+            if not name.endswith(".json"):
+                if not name.startswith("~") and not name.lower().endswith(_IN_PROGRESS):
+                    others.append(InboxEntry(folder / name, None, _NOT_A_MESSAGE))
+                continue
+            try:
+                raw = _read_bytes(entry.path)
+            except FileNotFoundError:
+                continue  # taken by another run meanwhile
+            except OSError as exc:
+                found.append(InboxEntry(folder / name, None, f"unreadable: {exc}"))
+                continue
+            if not raw.startswith(b"{") and not raw.lstrip().startswith(b"{"):
+                found.append(InboxEntry(folder / name, None, _NOT_JSON))
+                continue
+            if mentions(raw) is None:
+                continue  # a message for another machine is never parsed
+            try:
+                found.append(InboxEntry(folder / name, Message.model_validate_json(raw)))
+            except ValidationError as exc:
+                problems = describe_validation(exc, root="message")
+                found.append(InboxEntry(folder / name, None, f"invalid message: {problems}"))
+    others.sort(key=_by_name)
+    found.sort(key=_by_name)
+    return others + found
+
+
+def _read_bytes(path: str) -> bytes:
+    """A whole file through the plain system calls: no `Path`, no buffered file object (a
+    large inbox is mostly this loop)."""
+    fd = os.open(path, _O_READ)
+    try:
+        raw = os.read(fd, _CHUNK)
+        # Until end of file: a short read is not the end on every file system (FUSE, SMB).
+        while chunk := os.read(fd, _CHUNK):
+            raw += chunk
+        return raw
+    finally:
+        os.close(fd)
+
+
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_CHUNK = 1 << 16
+_NOT_A_MESSAGE = "not a message: a message is a JSON file named *.json"
+_NOT_JSON = "not JSON: a message is one JSON object"
 # Files a sync client or an editor is still writing: theirs, not ours to move.
 _IN_PROGRESS = (".tmp", ".part", ".partial", ".crdownload", ".download", "~", ".swp")
 
 
-def _other_files(folder: Path) -> list[Path]:
-    """Files of the inbox folder that cannot be messages (not `*.json`), sorted."""
-    try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                Path(e.path)
-                for e in entries
-                if not e.name.endswith(".json")
-                and not e.name.startswith((".", "~"))
-                and not e.name.lower().endswith(_IN_PROGRESS)
-                and e.is_file()
-            )
-    except OSError:
-        return []
+def _by_name(entry: InboxEntry) -> str:
+    """Names sort as `Path` objects do: case-folded where the file system ignores case."""
+    return entry.path.name.lower() if os.name == "nt" else entry.path.name
 
 
 def outbox(inbox: Path) -> Path:

@@ -18,7 +18,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING
 
-from worker.store import Store
+from worker.store import Store, script
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -27,7 +27,7 @@ UNSIGNED = "NOTE_UNSIGNED"
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE authored (
             digest TEXT PRIMARY KEY,

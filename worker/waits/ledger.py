@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from worker.store import Store
+from worker.store import Store, script
 
 
 class WaitCode(StrEnum):
@@ -42,7 +42,7 @@ class WaitCode(StrEnum):
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    db.executescript(
+    script(db,
         """
         CREATE TABLE wait_checks (
             key TEXT PRIMARY KEY,
@@ -68,7 +68,7 @@ def _v1(db: sqlite3.Connection) -> None:
 def _v2(db: sqlite3.Connection) -> None:
     """worker's record of every live wait state (`worker.waits.record`), by file name. A
     database that has seen waits before (an upgrade) adopts the files present once."""
-    db.executescript(
+    script(db,
         """
         CREATE TABLE wait_records (
             file TEXT PRIMARY KEY,

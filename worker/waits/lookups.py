@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from worker.config import Settings
+from worker.fsutil import subfolders
 from worker.sources.message import Message, addressed_messages
 from worker.waits import intercom
 from worker.waits.intercom import Note
@@ -19,10 +20,17 @@ class Lookups:
     dry_run: bool = False
     _notes: dict[Path, list[tuple[Path, Note]]] = field(default_factory=dict)
     _replies: list[tuple[Path, Message]] | None = None
+    _folders: set[str] | None = None  # the intercom's task folders, listed once
+    _intercom: Path = field(init=False)
 
     def notes(self, path: Path) -> list[tuple[Path, Note]]:
         """The unread intercom notes of the task whose wait-state file is `path`."""
-        folder = intercom.root(self.settings) / path.stem
+        if self._folders is None:
+            self._intercom = intercom.root(self.settings)
+            self._folders = {folder.name for folder in subfolders(self._intercom)}
+        if path.stem not in self._folders:
+            return []  # most waits have no notes: no folder to look into
+        folder = self._intercom / path.stem
         if folder not in self._notes:
             self._notes[folder] = intercom.read_notes(
                 self.settings, folder, quarantine_bad=not self.dry_run

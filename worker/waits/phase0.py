@@ -10,7 +10,10 @@ kept until the wait is resumed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +36,13 @@ from worker.waits.state import WaitState, task_of, wait_state_files
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WaitScan", "remove", "scan", "task_of"]
+__all__ = ["WaitScan", "remove", "scan", "task_of", "trusted_waits"]
+
+# The waits the last pass read, by folder: the folder as it was after the pass (its mtime and
+# its files' names: a coarse mtime can miss a change), when, and the waits. The kernel's view of
+# the same run (`trusted_waits`) takes them instead of reading every file again.
+_read: dict[str, tuple[tuple[int, frozenset[str]], float, list[tuple[Path, WaitState]]]] = {}
+_READ_MAX_AGE_S = 2.0
 
 
 @dataclass
@@ -95,7 +104,32 @@ def scan(
     if store is not None and not dry_run:
         _release_dead_claims(settings, store, ledger, result.ready)
     result.github_requests = getattr(github, "costed", 0)
+    _keep(settings.wait_states, loaded if dry_run else live)  # a dry run expires nothing
     return result
+
+
+def _keep(folder: Path, waits: list[tuple[Path, WaitState]]) -> None:
+    with contextlib.suppress(OSError):
+        _read[str(folder)] = (_looks(folder), time.monotonic(), waits)
+
+
+def _looks(folder: Path) -> tuple[int, frozenset[str]]:
+    return folder.stat().st_mtime_ns, frozenset(os.listdir(folder))
+
+
+def trusted_waits(settings: Settings) -> list[tuple[Path, WaitState]]:
+    """The waits worker recorded (the others are phase 0's to set aside): the ones phase 0
+    has just read while their folder is unchanged, else read now."""
+    folder = settings.wait_states
+    kept = _read.get(str(folder))
+    with contextlib.suppress(OSError):
+        if (
+            kept is not None
+            and time.monotonic() - kept[1] < _READ_MAX_AGE_S
+            and kept[0] == _looks(folder)
+        ):
+            return kept[2]
+    return record.trusted(settings, wait_state_files(folder))
 
 
 def _load(

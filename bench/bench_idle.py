@@ -1,0 +1,158 @@
+"""The idle run: `worker run --json` finding nothing to do; prints one JSON object.
+
+The inbox holds messages for other machines and the wait states are not ready, as on most cron
+runs. The floor is a Python process doing only the physically necessary work: list the inbox
+and the wait-state folder and read every file in them (plain system calls, nothing parsed).
+The two run in turn, round after round (see bench/timing.py); ratios are pair by pair, figures
+medians. Supervision and the other defaults are as shipped.
+
+Goals: 10,000 messages and 1,000 waits <= 1.5x the floor; 1,000,000 messages <= 1.2x the floor
+with a peak of at most 300 MB.
+
+    python bench/bench_idle.py [--messages 10000] [--waits 1000] [--rounds 7]
+    WORKER_BENCH_1M=1 python bench/bench_idle.py   # adds the 1,000,000-message case (minutes)
+
+The message files are made once per case in a temporary folder and removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from timing import REPO, ROUNDS, child_env, environment_note, interleaved, summary, worker
+
+sys.path.insert(0, str(REPO))
+
+FLOOR = """
+import os, sys
+for folder in sys.argv[1:]:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".json"):
+                fd = os.open(entry.path, os.O_RDONLY)
+                while os.read(fd, 65536):
+                    pass
+                os.close(fd)
+"""
+
+
+def seed(ws: Path, env: dict[str, str], messages: int, waits: int) -> None:
+    """Messages for seven other machines, and waits recorded as worker records them."""
+    inbox = ws / "inbox"
+    inbox.mkdir(parents=True)
+    body = "b" * 200
+    for n in range(messages):
+        text = json.dumps(
+            {"id": f"m{n}", "from": "x", "to": f"machine-{n % 7}", "subject": "s", "body": body}
+        )
+        fd = os.open(inbox / f"m{n}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, text.encode())
+        os.close(fd)
+    (ws / "worker.toml").write_text('inbox_dir = "inbox"\n\n[fallback]\nenabled = false\n')
+    (ws / "wait_states").mkdir()
+    # Recorded by worker's own code, in a process of their own: this one stays small, so the
+    # peak memory the OS reports for its children is theirs.
+    subprocess.run(
+        [sys.executable, __file__, "--record-waits", str(ws), str(waits)], env=env, check=True
+    )
+
+
+def record_waits(ws: Path, waits: int) -> None:
+    from worker.config import load_settings
+    from worker.store import Store
+    from worker.waits.record import save_wait
+    from worker.waits.state import WaitState
+
+    settings = load_settings(ws)
+    now = datetime.now(UTC).isoformat()
+    with Store(settings.db_path) as store:
+        for n in range(waits):
+            state = {
+                "taskId": f"w{n}",
+                "timestamp": now,
+                "reason": "r",
+                "waitFor": "an approval",
+                "resumeWhen": "user_approval",
+                "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
+            }
+            save_wait(settings, WaitState.model_validate(state), store, name=f"w{n}.json")
+
+
+def case(messages: int, waits: int, rounds: int, breakdown: bool) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, empty = Path(tmp) / "ws", Path(tmp) / "empty"
+        env = child_env(
+            {
+                "XDG_STATE_HOME": str(Path(tmp) / "state"),
+                "WORKER_MACHINE_ID": "bench",
+                "WORKER_ALLOW_INBOX_IN_WORKSPACE": "true",
+            }
+        )
+        seed(ws, env, messages, waits)
+        seed(empty, env, 0, 0)
+        commands = {
+            "floor": [sys.executable, "-c", FLOOR, str(ws / "inbox"), str(ws / "wait_states")],
+            "idle_run": worker("run", "--json", "--workspace", str(ws)),
+        }
+        if breakdown:  # the same two with nothing to read: what start-up costs each
+            commands["python_c_pass"] = [sys.executable, "-c", "pass"]
+            commands["empty_idle_run"] = worker("run", "--json", "--workspace", str(empty))
+        samples = interleaved(commands, env, rounds)
+    floor = samples["floor"]
+    out: dict[str, object] = {
+        "messages": messages,
+        "wait_states": waits,
+        "floor": summary(floor),
+        "idle_run": summary(samples["idle_run"], floor),
+    }
+    if breakdown:
+        med = {name: statistics.median(s.wall_s for s in runs) for name, runs in samples.items()}
+        worker_s = med["idle_run"] - med["empty_idle_run"]
+        floor_s = med["floor"] - med["python_c_pass"]
+        out["beyond_start_up"] = {
+            "idle_run_minus_empty_idle_run_s": round(worker_s, 4),
+            "floor_minus_python_c_pass_s": round(floor_s, 4),
+            "ratio": round(worker_s / floor_s, 2),
+            "empty_idle_run_s": round(med["empty_idle_run"], 4),
+            "python_c_pass_s": round(med["python_c_pass"], 4),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--waits", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--record-waits", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.record_waits:
+        record_waits(Path(args.record_waits[0]), int(args.record_waits[1]))
+        return
+    rounds = max(ROUNDS, args.rounds)
+    out: dict[str, object] = {"environment": environment_note()}
+    small = case(args.messages, args.waits, rounds, breakdown=True)
+    small["goal_ratio"] = 1.5
+    small["meets_goal"] = small["idle_run"]["ratio_wall"] <= 1.5  # type: ignore[index]
+    out["idle"] = small
+    if os.environ.get("WORKER_BENCH_1M"):
+        large = case(1_000_000, 0, rounds, breakdown=False)
+        run = large["idle_run"]
+        large["goal_ratio"], large["goal_peak_mb"] = 1.2, 300
+        large["meets_goal"] = run["ratio_wall"] <= 1.2 and run["peak_mb"] <= 300  # type: ignore[index]
+        out["idle_1m"] = large
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
