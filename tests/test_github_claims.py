@@ -9,7 +9,7 @@ import pytest
 
 from tests.fakes.github_server import FakeGitHub, make_source
 from worker.models import Outcome, TaskResult
-from worker.sources.github_claims import marker
+from worker.sources.github.claims import marker
 
 REPO = "acme/app"
 TASK = f"{REPO}#1"

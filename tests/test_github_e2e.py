@@ -11,7 +11,7 @@ from tests.conftest import FakeAgent, git
 from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.config import load_settings
 from worker.runner import RunOptions, run_once
-from worker.sources.github_claims import marker
+from worker.sources.github.claims import marker
 
 REPO = "acme/app"
 TASK = f"{REPO}#7"

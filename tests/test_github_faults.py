@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.github_server import FakeGitHub, make_source
-from worker.sources.github_client import GitHubError, make_client
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.client import GitHubError, make_client
+from worker.sources.github.settings import GitHubSettings
 
 REPO = "acme/app"
 ISSUES = r"/repos/acme/app/issues$"

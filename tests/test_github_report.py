@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import state_of
 from tests.fakes.github_server import FakeGitHub, make_source
 from worker.models import IterationRecord, Outcome, TaskResult
-from worker.sources.github_claims import marker
+from worker.sources.github.claims import marker
 
 REPO = "acme/app"
 TASK = f"{REPO}#1"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.fakes.github_server import FakeGitHub, make_source
 from worker.models import IterationRecord, Outcome, TaskResult
-from worker.sources.github_claims import marker
+from worker.sources.github.claims import marker
 
 REPO = "acme/app"
 TASK = f"{REPO}#1"
@@ -122,7 +122,7 @@ def test_malformed_repository_answer_still_writes_the_status_comment(
 ) -> None:
     """Opening the pull request meets a malformed answer: the comment and labels still say
     how the task ended (else the issue would look claimed, and be taken again later)."""
-    import worker.sources.github_delivery as delivery
+    import worker.sources.github.delivery as delivery
 
     monkeypatch.setattr(delivery, "push_branch", lambda *args: None)  # pushed
     source = make_source(tmp_path / "ws", server, open_pr=True)

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import state_of
 from tests.fakes.github_server import FakeGitHub, make_source
-from worker.sources.github_selection import agent_field, parse_task_id, priority_of
+from worker.sources.github.selection import agent_field, parse_task_id, priority_of
 
 REPO = "acme/app"
 

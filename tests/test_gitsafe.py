@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import git
 from worker.gitsafe import git_argv, push_credentials
-from worker.sources.github_delivery import git_host, push_branch
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.delivery import git_host, push_branch
+from worker.sources.github.settings import GitHubSettings
 
 TOKEN = "ghs_push0token0value0000000000000000000"
 

@@ -22,10 +22,11 @@ from worker.config import Settings, load_settings
 from worker.kernel import control, db
 from worker.kernel.github_hook import DONE_KEY, GitHubControl
 from worker.kernel.model import Order
+from worker.kernel.orders import read_orders
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
 from worker.runner import RunOptions, run_once
-from worker.sources.github import GitHubSource
+from worker.sources.github.source import GitHubSource
 from worker.store import Store
 
 REPO = "acme/app"
@@ -132,7 +133,7 @@ def test_a_comment_older_than_the_claim_is_ignored(settings: Settings, server: F
 
 def test_an_issue_without_a_stake_is_not_read(settings: Settings, server: FakeGitHub) -> None:
     server.add_comment(REPO, 7, "/cancel", login="maintainer")
-    assert control.read_orders(settings) == []
+    assert read_orders(settings) == []
     assert server.count(None, "/comments") == 0
 
 
@@ -205,9 +206,9 @@ def test_a_dry_run_asks_no_hook(settings: Settings, server: FakeGitHub) -> None:
     """Hooks keep cursors in SQLite; a dry run writes nothing, so it does not ask them."""
     claim(settings)
     server.add_comment(REPO, 7, "/cancel", login="maintainer")
-    assert control.read_orders(settings, dry_run=True) == []
+    assert read_orders(settings, dry_run=True) == []
     assert server.count(None, "/comments") == 0
-    assert [o.order for o in control.read_orders(settings)] == [Order.CANCEL]
+    assert [o.order for o in read_orders(settings)] == [Order.CANCEL]
 
 
 def test_github_down_is_a_warning_not_an_error(
@@ -215,7 +216,7 @@ def test_github_down_is_a_warning_not_an_error(
 ) -> None:
     claim(settings)
     server.fail("GET", r"/comments$", 500, times=5)
-    assert control.read_orders(settings) == []
+    assert read_orders(settings) == []
     assert "github control" in caplog.text and "HTTP 500" in caplog.text
 
 

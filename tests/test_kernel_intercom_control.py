@@ -17,6 +17,7 @@ from worker.cli.app import app
 from worker.config import Settings, load_settings
 from worker.kernel import control, db
 from worker.kernel.model import Order
+from worker.kernel.orders import read_orders
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
 from worker.runner import RunOptions, run_once
@@ -122,7 +123,7 @@ def test_cancel_note_from_the_cli_stops_a_running_task(settings: Settings) -> No
     assert watcher.check()
     done = watcher.settle(TaskResult(task, Outcome.STOPPED), "code-simple")
     assert done.outcome is Outcome.CANCELLED and "cancel by intercom: not needed" in done.reason
-    assert control.read_orders(settings) == []  # consumed: obeyed once
+    assert read_orders(settings) == []  # consumed: obeyed once
 
 
 def test_a_plain_note_still_resumes_an_intercom_message_wait(settings: Settings) -> None:
@@ -146,7 +147,7 @@ def test_a_named_sender_follows_the_approvers_list(workspace: Path) -> None:
     intercom.write_note(settings, "msg-11", "message", "/stop", by="mallory")
     intercom.write_note(settings, "msg-11", "message", "/pause", by="carol")
     intercom.write_note(settings, "msg-11", "message", "/resume")
-    orders = {o.order: o for o in control.read_orders(settings)}
+    orders = {o.order: o for o in read_orders(settings)}
     assert not orders[Order.STOP].trusted and orders[Order.STOP].sender == "mallory"
     assert orders[Order.PAUSE].trusted and orders[Order.RESUME].trusted
     assert orders[Order.RESUME].sender == "the local user"

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape as sax_escape
 import pytest
 
 from tests.conftest import git, write_message
-from worker.daemon.schedule import escape
+from worker.platform.schedule import escape
 
 
 def _modules_after(code: str, env: dict[str, str] | None = None) -> str:

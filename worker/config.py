@@ -22,7 +22,7 @@ from worker.fleet.settings import FleetSettings
 from worker.notify.settings import NotifySettings
 from worker.retention_settings import RetentionSettings
 from worker.review.settings import ReviewSettings
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings
 from worker.statedir import check_locations, default_state_dir
 from worker.supervision.settings import SupervisionSettings
 from worker.waits.settings import WaitSettings
@@ -138,6 +138,7 @@ def load_settings(
             data = tomllib.loads(config_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{config_path}: cannot read it: {exc}") from exc
+    file_keys = set(data)
     for key, value in _env_settings(env).items():
         _set_nested(data, key, value)
     if "WORKER_INBOX" in env:
@@ -148,7 +149,15 @@ def load_settings(
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, config_path)) from exc
-    check_locations(settings)
+    try:
+        check_locations(settings)
+    except ConfigError as exc:  # say where the folder was set
+        where = (
+            "WORKER_INBOX" if "WORKER_INBOX" in env
+            else str(config_path) if file_keys & {"inbox_dir", "state_dir"}
+            else "the environment"
+        )
+        raise ConfigError(f"{where}: {exc}") from exc
     return settings
 
 

@@ -22,12 +22,12 @@ from worker import integrity, statedir
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
-from worker.daemon.schedule import schedule_env
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
+from worker.platform.schedule import schedule_env
 from worker.proc import run_process
-from worker.sources.github_client import GitHubClient, make_client
-from worker.sources.github_http import TOKEN_VARIABLES, GitHubError, token_from_env
+from worker.sources.github.client import GitHubClient, make_client
+from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
 
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.

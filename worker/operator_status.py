@@ -13,6 +13,7 @@ from worker.config import Settings
 from worker.costs import spent_today
 from worker.humanize import CONDITION_WORDS, duration
 from worker.integrity import status as integrity_status
+from worker.kernel.snapshot import preview
 from worker.notify.outbox import pending
 from worker.platform.process import alive
 from worker.progress import progress_of
@@ -50,9 +51,6 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
 
 def queue_depth(settings: Settings) -> dict[str, Any]:
     """Tasks waiting their turn, per source, as a run would list them now."""
-    # Imported here: the runner's import of notify would otherwise come back to this module.
-    from worker.runner import preview
-
     try:
         snap, _ = preview(settings)
     except Exception as exc:  # a source that cannot be read is named, not fatal

@@ -1,7 +1,7 @@
 """`worker queue`: the queued tasks of every source, in the order runs would take them.
 
 Nothing is re-ordered here: the order and the reasons are the scheduling kernel's own
-(`worker.runner.preview` observes the world and `decide` chooses), read without claiming,
+(`worker.kernel.snapshot.preview` observes the world and `decide` chooses), read without claiming,
 writing or moving anything.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from worker.config import Settings
 from worker.kernel.explain import WORDS
 from worker.kernel.model import Decision, Reason, Snapshot
-from worker.runner import preview
+from worker.kernel.snapshot import preview
 
 
 @dataclass(frozen=True)

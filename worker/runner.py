@@ -8,26 +8,25 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sqlite3
 import threading
 import time
 
 from worker import retention
 from worker.agents.infra import preflight
 from worker.config import Settings
-from worker.errors import ConfigError, UsageError
+from worker.errors import ConfigError
 from worker.fleet import fleet_session
+from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
-from worker.models import AgentRequest, Outcome, Task, TaskResult
+from worker.models import AgentRequest, Outcome, TaskResult
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.notify.events import on_run_start
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
-from worker.sources.base import Listing, TaskSource
+from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY
 from worker.sources.registry import build_sources
 from worker.store import Store
-from worker.waits import phase0
 
 __all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
@@ -67,65 +66,6 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
             _STOP.clear()  # a stop asked just before the run still stops it
 
 
-def _snapshot(
-    settings: Settings,
-    sources: list[TaskSource],
-    store: Store | None,
-    options: RunOptions,
-    dry_run: bool,
-) -> Snapshot:
-    scan = phase0.scan(settings, store, dry_run=dry_run)
-    forced = _find(settings, sources, options.task_id) if options.task_id else None
-    listings = [] if forced else [_safe_list(source) for source in sources]
-    notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
-    snap = Snapshot(
-        listings=tuple(listings),
-        ready_waits=() if forced else tuple(scan.ready),
-        pending_waits=scan.pending,
-        forced=forced,
-        notes=notes,
-    )
-    from worker.kernel.observe import observe  # orders, paused flows, stale leftovers, replies
-
-    return observe(settings, store, snap, dry_run=dry_run)
-
-
-def _safe_list(source: TaskSource) -> Listing:
-    try:
-        return source.list()
-    except Exception as exc:  # one broken source must not stop the others
-        log.warning("source %s failed: %s", source.name, exc, exc_info=True)
-        return Listing(source.name, errors=[f"{source.name}: {exc}"])
-
-
-def _find(settings: Settings, sources: list[TaskSource], task_id: str) -> Task:
-    from worker.waits.state import file_name
-
-    for source in sources:
-        task = source.find(task_id)
-        if task is None:
-            continue
-        if (settings.wait_states / file_name(task.id)).exists():
-            # A fresh run beside the wait state would run the task twice.
-            raise UsageError(
-                f"--task-id {task_id}: the task is waiting; answer it (`worker waits approve`)"
-                " or cancel its wait (`worker waits cancel`) first"
-            )
-        return task
-    names = ", ".join(source.name for source in sources)
-    raise UsageError(f"--task-id {task_id}: no such task in {names}")
-
-
-def preview(settings: Settings, options: RunOptions | None = None) -> tuple[Snapshot, Decision]:
-    """What a run would see and decide now, with no claim, write or move (`worker queue`)."""
-    last_run = _read_kv_readonly(settings, LAST_RUN_KEY)
-    sources = build_sources(
-        settings, None, dry_run=True, fallback_last_run=float(last_run) if last_run else None
-    )
-    snap = _snapshot(settings, sources, None, options or RunOptions(), dry_run=True)
-    return snap, decide(snap)
-
-
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
     _, decision = preview(settings, options)
     report = RunReport(
@@ -152,20 +92,6 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     if decision.task.source == "fallback":
         report.reason = "would run: " + "; ".join(decision.task.ref.get("commands", []))
     return report
-
-
-def _read_kv_readonly(settings: Settings, key: str) -> str | None:
-    if not settings.db_path.exists():
-        return None
-    try:
-        db = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
-        try:
-            row = db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return None
-    return row[0] if row else None
 
 
 def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple[str, str]:
@@ -306,7 +232,7 @@ def _observe(
 ) -> Snapshot:
     """The run's snapshot; a failure to take it is recorded as the run's decision."""
     try:
-        return _snapshot(settings, sources, store, options, dry_run=False)
+        return take_snapshot(settings, sources, store, options, dry_run=False)
     except Exception as exc:
         _record_error(settings, store, run_id, str(exc), (time.monotonic() - t0) * 1000)
         raise

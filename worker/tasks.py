@@ -5,26 +5,26 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from worker.config import Settings
 from worker.guard import WorkspaceGuard
 from worker.infra import ANSWER_KEY, HITS_KEY
+from worker.kernel.watcher import StopWatcher
 from worker.loop import LoopContext, StartPoint, run_task
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
 from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
 from worker.progress import Tracker, review_step
+from worker.review.hooks import after_task, prompt_sections
+from worker.run_report import RunOptions
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import failure_report, run_checks
 from worker.store import Store
 from worker.supervision.factory import make_supervisor
 from worker.waits import record
-
-if TYPE_CHECKING:
-    from worker.runner import RunOptions
+from worker.workspace_git import create_worktree, finish_worktree
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +50,7 @@ def execute(
         start = _restore(settings, wait_path, mode_id, decision.wait.answer)
     cwd, branch = settings.workspace, None
     if options.use_worktree:
-        from worker.workspace_git import create_worktree
-
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
-    from worker.review.hooks import after_task
-
     ctx = LoopContext(
         settings=settings,
         modes=modes,
@@ -69,9 +65,7 @@ def execute(
         on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
     )
     ctx.progress = Tracker(store, run_id, task, options.progress)  # heartbeat for `status`
-    from worker.kernel.watcher import StopWatcher  # obeys stop/pause orders while it runs
-
-    watcher = StopWatcher(settings, task, stop)
+    watcher = StopWatcher(settings, task, stop)  # obeys stop/pause orders while it runs
     guard = WorkspaceGuard(settings)
     result: TaskResult | None = None
     try:
@@ -83,8 +77,6 @@ def execute(
         raise
     finally:
         if branch is not None:
-            from worker.workspace_git import finish_worktree
-
             # The agent's work is committed on the task branch whatever the outcome.
             done = result is not None and result.outcome is Outcome.SUCCESS
             state = "done" if done else "work in progress"
@@ -130,8 +122,6 @@ def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
 
 
 def _sections(settings: Settings, store: Store, task: Task) -> list[str]:
-    from worker.review.hooks import prompt_sections
-
     try:
         return list(prompt_sections(settings, store, task))
     except Exception as exc:  # knowledge is a help, never a blocker

@@ -495,7 +495,7 @@ def make_source(
 ) -> Any:
     """A GitHubSource for `workspace` (its own SQLite store) talking to the fake server."""
     from worker.config import load_settings
-    from worker.sources.github import GitHubSource
+    from worker.sources.github.source import GitHubSource
     from worker.store import Store
 
     workspace.mkdir(parents=True, exist_ok=True)

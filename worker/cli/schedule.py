@@ -11,7 +11,7 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
-from worker.daemon.schedule import Kind, Target, render, schedule_env
+from worker.platform.schedule import Kind, Target, render, schedule_env
 
 
 def schedule_command(

@@ -15,7 +15,6 @@ from typing import Any
 from worker.config import Settings
 from worker.fleet.link import Link
 from worker.fleet.session import current_link
-from worker.kernel.control import register_hook
 from worker.kernel.model import ALL_TASKS, ControlOrder, Order
 
 ORIGIN = "fleet"
@@ -98,6 +97,3 @@ class FleetOrders:
 def send_order(settings: Settings, task_id: str, order: Order, reason: str = "") -> str:
     """Write an order every machine's control poll reads (`worker cancel` with a fleet)."""
     return FleetOrders(settings).write(task_id, order, reason, "")
-
-
-register_hook(FleetOrders)

@@ -8,9 +8,11 @@ Where orders come from, all read into `ControlOrder`:
   `STOP <task-id>` (or CANCEL, PAUSE, RESUME, upper case);
 - the intercom: a note (`worker intercom send TASK "/pause why"`) whose first word is `/stop`,
   `/cancel`, `/pause` or `/resume` (`worker.kernel.intercom_orders`);
-- hooks (`ControlHook`): `register_hook(factory)`. GitHub comments by trusted users
-  (`worker.kernel.github_hook`) join when `[github] repos` is set.
-An order is consumed once obeyed: its file moves to `done/` beside it with the outcome.
+- hooks (`ControlHook`): GitHub comments by trusted users (`worker.kernel.github_hook`) when
+  `[github] repos` is set, the fleet's orders (`worker.fleet.orders`) with a fleet database,
+  and any `register_hook(factory)`.
+`worker.kernel.orders.read_orders` gathers them all. An order is consumed once obeyed: its
+file moves to `done/` beside it with the outcome.
 """
 
 from __future__ import annotations
@@ -124,33 +126,9 @@ def is_control_message(message: Message) -> bool:
     return order_of_message(message) is not None
 
 
-def read_orders(
-    settings: Settings, approvers: list[str] | None = None, *, dry_run: bool = False
-) -> list[ControlOrder]:
-    """Every order waiting to be obeyed: the control folder, the inbox, the intercom, the
-    hooks (not in a dry run: a hook keeps cursors, and a dry run writes nothing)."""
-    from worker.kernel import intercom_orders
-
-    listed = settings.waits.approvers if approvers is None else approvers
-    orders = _from_control_dir(settings, control_dir(settings))
-    orders += _from_inbox(settings, listed)
-    orders += intercom_orders.read(settings, listed)
-    if dry_run:
-        return orders
-    if settings.github.repos:
-        from worker.kernel import github_hook  # noqa: F401  (registers itself)
-    if settings.fleet.enabled:
-        from worker.fleet import orders as _fleet_orders  # noqa: F401  (registers itself)
-    for factory in HOOKS:
-        try:
-            orders += factory(settings).orders()
-        except Exception as exc:  # a broken hook must not hide the other orders
-            log.warning("control hook failed: %s", exc)
-    return orders
-
-
-def _from_control_dir(settings: Settings, folder: Path) -> list[ControlOrder]:
+def from_control_dir(settings: Settings) -> list[ControlOrder]:
     """The orders `worker cancel` wrote; any other file there is refused (`NOTE_UNSIGNED`)."""
+    folder = control_dir(settings)
     orders: list[ControlOrder] = []
     files = json_files(folder)
     signed = authored.signed(settings) if files else set()  # the watcher asks every second
@@ -170,7 +148,8 @@ def _from_control_dir(settings: Settings, folder: Path) -> list[ControlOrder]:
     return orders
 
 
-def _from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
+def from_inbox(settings: Settings, approvers: list[str]) -> list[ControlOrder]:
+    """The control messages addressed to this machine in the inbox."""
     orders = []
     for entry in addressed_messages(settings.inbox, settings.machine_id):
         message, path = entry.message, entry.path

@@ -19,6 +19,8 @@ from worker.platform.names import portable_name
 from worker.sources.base import TaskSource
 from worker.sources.message import Message, outbox
 from worker.store import Store
+from worker.waits import record
+from worker.waits.phase0 import task_of
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +104,6 @@ def cancel_wait(
 ) -> str:
     """Move the wait state aside (`<wait_states>/cancelled/`), release its claim, tell the
     task's source. The file is kept: it holds the session to come back to."""
-    from worker.waits import record
-    from worker.waits.phase0 import task_of
-
     path: Path = action.ref
     state = record.recorded_state(settings, path, store)
     task = task_of(state)

@@ -13,8 +13,7 @@ every second and is answered from memory in between. An unchanged issue answers 
 costs no rate limit. A comment is obeyed once: the ids of consumed comments are kept in SQLite
 (kv `github:control-done`). The hook never raises: a failure is a warning and no new orders.
 
-Importing this module registers the hook (`control.read_orders` does, when `[github] repos`
-is set).
+`worker.kernel.orders.read_orders` asks this hook when `[github] repos` is set.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from typing import Any
 from worker.config import Settings
 from worker.kernel import control
 from worker.kernel.model import ControlOrder
-from worker.sources.github_client import GitHubClient, make_client
-from worker.sources.github_selection import parse_task_id, task_id
+from worker.sources.github.client import GitHubClient, make_client
+from worker.sources.github.selection import parse_task_id, task_id
 from worker.store import Store
 from worker.waits import record
 from worker.waits.github_look import iso, parse, whole
@@ -75,7 +74,7 @@ _MEMORY_LOCK = threading.Lock()
 
 
 class GitHubControl:
-    """The `ControlHook` over GitHub comments; built by `control.read_orders` on each read."""
+    """The `ControlHook` over GitHub comments; built by `orders.read_orders` on each read."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -249,6 +248,3 @@ def _ids(raw: str | None) -> list[int]:
     except ValueError:
         return []
     return [i for i in value if isinstance(i, int)] if isinstance(value, list) else []
-
-
-control.register_hook(GitHubControl)

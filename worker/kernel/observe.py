@@ -14,9 +14,11 @@ from datetime import UTC, datetime
 from worker.config import Settings
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Order, ReplySignal, Snapshot, StaleItem, WaitingFlow
+from worker.kernel.orders import read_orders
 from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
+from worker.waits.phase0 import task_of, trusted_waits
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ def observe(
         )
     return dataclasses.replace(
         snap,
-        controls=tuple(control.read_orders(settings, dry_run=dry_run)),
+        controls=tuple(read_orders(settings, dry_run=dry_run)),
         waiting=waiting,
         paused=paused,
         stale=stale,
@@ -58,8 +60,6 @@ def observe(
 
 
 def waiting_flows(settings: Settings, skip: set[str]) -> list[WaitingFlow]:
-    from worker.waits.phase0 import task_of, trusted_waits
-
     flows = []
     # Only the waits worker recorded; phase 0 sets the other files aside with their reason.
     for path, state in trusted_waits(settings):

@@ -19,7 +19,7 @@ from worker.config import Settings
 from worker.kernel.model import StaleItem
 from worker.sources import inbox
 from worker.store import Store
-from worker.workspace_git import branch_name, changed_files
+from worker.workspace_git import branch_name, changed_files, finish_worktree
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,6 @@ def _nothing(claim: dict[str, Any]) -> None:
 
 def clean_worktree(settings: Settings, path: Path) -> str:
     """Commit what the worktree holds to its branch, then remove it; keep it on any doubt."""
-    from worker.workspace_git import finish_worktree
-
     try:
         committed = finish_worktree(
             settings.workspace, path, f"worker: work left in {path.name} by a run that ended"

@@ -1,6 +1,6 @@
 """The stop watcher: while a task runs, obey the orders that target it, within a second or so.
 
-A thread polls the orders (`control.read_orders`: the control folder, the inbox and the
+A thread polls the orders (`orders.read_orders`: the control folder, the inbox and the
 intercom every tick; GitHub comments at most every `[github] control_poll_s`, answered from
 memory in between) and asks the same pure `decide` with the running task in the snapshot.
 On a stop or pause it sets the run's stop flag and ends the agent's process group at once
@@ -21,7 +21,9 @@ from worker.config import Settings
 from worker.kernel import control
 from worker.kernel.decide import decide
 from worker.kernel.model import Act, Action, ControlOrder, Reason, Snapshot
+from worker.kernel.orders import read_orders
 from worker.models import Outcome, Task, TaskResult
+from worker.waits.saving import WaitPoint, save_pause
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ class StopWatcher:
 
     def check(self) -> bool:
         """One look at the orders; True when the running task was stopped or paused."""
-        orders = [o for o in control.read_orders(self.settings) if o.targets(self.task.id)]
+        orders = [o for o in read_orders(self.settings) if o.targets(self.task.id)]
         if not orders:
             return False
         snap = Snapshot(running=self.task, controls=tuple(orders), now=time.time())
@@ -97,8 +99,6 @@ class StopWatcher:
 def _save_pause(
     settings: Settings, task: Task, result: TaskResult, mode_id: str, action: Action
 ) -> Path:
-    from worker.waits.saving import WaitPoint, save_pause
-
     last = result.iterations[-1] if result.iterations else None
     point = WaitPoint(
         task,

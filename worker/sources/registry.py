@@ -19,7 +19,7 @@ def build_sources(
 ) -> list[TaskSource]:
     sources: list[TaskSource] = [InboxSource(settings, store, dry_run=dry_run)]
     if settings.github.repos:
-        from worker.sources.github import GitHubSource  # PyGithub is heavy: only when used
+        from worker.sources.github.source import GitHubSource  # PyGithub is heavy: only when used
 
         sources.append(GitHubSource(settings, store, dry_run=dry_run, open_pr=open_pr))
     sources.append(FallbackSource(settings, store, fallback_last_run))

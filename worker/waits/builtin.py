@@ -1,4 +1,5 @@
-"""The five built-in resume conditions: the specification's four, plus `time`."""
+"""The five built-in resume conditions: the specification's four, plus `time`; and their
+registry, in the order phase 0 asks them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from datetime import datetime
 from worker.kernel.control import order_of_text
 from worker.waits.conditions import (
     CheckContext,
+    ResumeCondition,
     Verdict,
     Waiting,
     allowed_locally,
     aware,
     clip,
+    decision_text,
 )
 from worker.waits.github_checks import github_approval, github_decision
 
@@ -157,17 +160,6 @@ class UserApproval:
         return verdict
 
 
-def decision_text(approved: bool, who: str, where: str, note: str) -> str:
-    if approved:
-        text = f"Approved by {who} (via {where})."
-    else:
-        text = (
-            f"Rejected by {who} (via {where}). Do not carry out what you asked approval "
-            "for; wrap up and report."
-        )
-    return clip(f"{text}\nNote: {note}" if note.strip() else text)
-
-
 class GitHubDecision:
     """A change of the task's issue after the wait began: closed, reopened, a `decision:*`
     label, a linked pull request merged."""
@@ -176,3 +168,8 @@ class GitHubDecision:
 
     def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
         return github_decision(ctx, waits)
+
+
+def registry() -> list[ResumeCondition]:
+    """The built-in conditions in the order phase 0 asks them (cheap and local first)."""
+    return [TimeCondition(), IntercomMessage(), RooSyncResponse(), UserApproval(), GitHubDecision()]

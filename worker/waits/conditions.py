@@ -1,4 +1,5 @@
-"""Resume conditions: one small protocol, the built-in ones in an ordered registry.
+"""Resume conditions: one small protocol and what the conditions share; the built-in ones sit
+in an ordered registry in `worker.waits.builtin`.
 
 A condition looks at all the waits of its kind at once (one batched look per source per run)
 and returns one `Verdict` per wait: the answer the agent waited for when the condition is met,
@@ -85,14 +86,13 @@ def clip(text: str) -> str:
     return text if len(text) <= ANSWER_CAP else text[:ANSWER_CAP] + "\n[... cut]"
 
 
-def registry() -> list[ResumeCondition]:
-    """The built-in conditions in the order phase 0 asks them (cheap and local first)."""
-    from worker.waits.builtin import (
-        GitHubDecision,
-        IntercomMessage,
-        RooSyncResponse,
-        TimeCondition,
-        UserApproval,
-    )
-
-    return [TimeCondition(), IntercomMessage(), RooSyncResponse(), UserApproval(), GitHubDecision()]
+def decision_text(approved: bool, who: str, where: str, note: str) -> str:
+    """The answer an approval or a rejection hands the agent, wherever it was given."""
+    if approved:
+        text = f"Approved by {who} (via {where})."
+    else:
+        text = (
+            f"Rejected by {who} (via {where}). Do not carry out what you asked approval "
+            "for; wrap up and report."
+        )
+    return clip(f"{text}\nNote: {note}" if note.strip() else text)

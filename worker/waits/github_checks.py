@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from worker.sources.github_selection import parse_task_id
-from worker.waits.conditions import CheckContext, Verdict, Waiting, clip
+from worker.sources.github.selection import parse_task_id
+from worker.waits.conditions import CheckContext, Verdict, Waiting, clip, decision_text
 from worker.waits.github_look import GitHubLook, whole
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,6 @@ def _may(ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, login: s
 def _approval(
     ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, number: int
 ) -> Verdict:
-    from worker.waits.builtin import decision_text
-
     verdict = Verdict()
     for comment in sorted(look.comments(repo, number, wait.since), key=lambda c: c.created_at):
         if comment.created_at < whole(wait.since):

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from worker.sources.github_client import GitHubClient
+    from worker.sources.github.client import GitHubClient
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ from worker.platform.process import alive
 from worker.scheduling import ReadyWait
 from worker.store import Store
 from worker.waits import intercom, record
-from worker.waits.conditions import CheckContext, Verdict, Waiting, registry
+from worker.waits.builtin import registry
+from worker.waits.conditions import CheckContext, Verdict, Waiting
 from worker.waits.expiry import expire
 from worker.waits.github_checks import issue_of
 from worker.waits.github_look import ClientLook, GitHubLook
@@ -199,7 +200,7 @@ def _waitings(
 
 def _client_look(settings: Settings, store: Store | None) -> GitHubLook | None:
     try:
-        from worker.sources.github_client import make_client
+        from worker.sources.github.client import make_client
 
         return ClientLook(make_client(settings.github, store))
     except Exception as exc:  # no client: the GitHub conditions wait, the rest goes on

@@ -13,7 +13,7 @@ from typing import Any
 
 from worker.models import IterationRecord, Outcome, Task, TaskResult
 from worker.proc import redact
-from worker.sources.github_selection import SOURCE
+from worker.sources.github.selection import SOURCE
 from worker.store import Store
 
 KEY = "github:reports-pending"

@@ -1,7 +1,7 @@
 """GitHub issues as a task source: select, claim visibly, report in one status comment.
 
 list()    one conditional GET of the labelled open issues per repository (304 = free), the
-          selection rules of github_selection, and a trust verdict cached per issue version.
+          selection rules of `selection`, and a trust verdict cached per issue version.
 claim()   local lease, then on GitHub: fresh issue, trust (label events + permission), the
           claim comment, the in-progress label, the assignment; then the claim comments are
           read again and the run backs off unless its claim is the earliest live one.
@@ -21,19 +21,19 @@ from typing import Any
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
 from worker.proc import redact
-from worker.sources import github_pending
 from worker.sources.base import Listing, Skipped
-from worker.sources.github_claims import (
+from worker.sources.github import pending as github_pending
+from worker.sources.github.claims import (
     check_trust,
     create_once,
     earliest_live,
     marker,
     parse_claims,
 )
-from worker.sources.github_client import GitHubClient, GitHubError, make_client
-from worker.sources.github_delivery import remove_label, report_to_issue
-from worker.sources.github_report import claimed_body
-from worker.sources.github_selection import (
+from worker.sources.github.client import GitHubClient, GitHubError, make_client
+from worker.sources.github.delivery import remove_label, report_to_issue
+from worker.sources.github.report import claimed_body
+from worker.sources.github.selection import (
     SOURCE,
     issue_task,
     label_names,
@@ -317,7 +317,7 @@ class GitHubSource:
             return
         try:
             report_to_issue(self.client, self.settings, task, result, open_pr=self.open_pr)
-        except Exception:  # kept for the next listing to send again (github_pending)
+        except Exception:  # kept for the next listing to send again (`pending`)
             github_pending.keep(self.store, task.id, github_pending.result_to_json(task, result))
             raise
         github_pending.keep(self.store, task.id, None)

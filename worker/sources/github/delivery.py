@@ -14,10 +14,10 @@ from worker.config import Settings
 from worker.gitsafe import git_argv, push_credentials
 from worker.models import Outcome, Task, TaskResult
 from worker.proc import child_env, redact, run_process
-from worker.sources.github_claims import create_once, find_own, marker, parse_claims
-from worker.sources.github_client import GitHubClient, GitHubError, token_from_env
-from worker.sources.github_report import end_label, result_body
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.claims import create_once, find_own, marker, parse_claims
+from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
+from worker.sources.github.report import end_label, result_body
+from worker.sources.github.settings import GitHubSettings
 
 
 def report_to_issue(

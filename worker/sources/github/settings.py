@@ -1,7 +1,7 @@
 """Settings of the GitHub task source (section `[github]`).
 
 The token is never a setting: it is read from `WORKER_GITHUB_TOKEN` or `GITHUB_TOKEN` where it
-is used (worker/sources/github_client.py), so it cannot end up in a config dump.
+is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 """
 
 from __future__ import annotations

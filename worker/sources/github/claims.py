@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from worker.sources.github_client import GitHubClient, GitHubError, label_actor
-from worker.sources.github_selection import timestamp
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.client import GitHubClient, GitHubError, label_actor
+from worker.sources.github.selection import timestamp
+from worker.sources.github.settings import GitHubSettings
 
 _MARKER = re.compile(
     r"^<!-- worker:claim machine=(?P<machine>\S+) task=(?P<task>\S+) run=(?P<run>\S+)"

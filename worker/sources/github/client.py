@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from worker.sources.github_http import (
+from worker.sources.github.http import (
     TOKEN_VARIABLES,
     GitHubError,
     RateLimit,
@@ -38,7 +38,7 @@ from worker.sources.github_http import (
     to_int,
     token_from_env,
 )
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings
 
 __all__ = [
     "TOKEN_VARIABLES",

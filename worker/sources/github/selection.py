@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from worker.models import Task
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings
 
 SOURCE = "github"
 _AGENT = re.compile(r"^[\s>*_-]*agent[*_]*\s*:[*_\s]*(?P<value>[^\n]*?)[*_\s]*$", re.I | re.M)

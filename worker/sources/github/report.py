@@ -11,7 +11,7 @@ import time
 from worker.humanize import duration
 from worker.models import Outcome, TaskResult
 from worker.proc import redact
-from worker.sources.github_settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings
 
 _ICONS = {
     Outcome.SUCCESS: "✅",
