@@ -120,10 +120,10 @@ def test_the_task_scheduler_escape_is_xml_sax_s(text: str) -> None:
 
 
 def test_children_get_the_environment_worker_started_with() -> None:
-    """worker switches pydantic's plugin scan off for itself; its children (agents, the
-    projects they test) do not inherit the switch, unless the operator set it."""
+    """worker's command line switches pydantic's plugin scan off for itself; its children
+    (agents, the projects they test) do not inherit the switch, unless the operator set it."""
     code = (
-        "import os, worker\n"
+        "import os, worker.cli\n"
         "from worker.proc import child_env\n"
         "child = child_env()\n"
         "print(os.environ.get('PYDANTIC_DISABLE_PLUGINS'), "
