@@ -17,7 +17,6 @@ events.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -125,8 +124,7 @@ def clip_event(event: AgentEvent, cap: int = EVENT_TEXT_CAP) -> AgentEvent:
     args_long = event.args is not None and len(json.dumps(event.args)) > cap
     if not text_long and not args_long:
         return event
-    return dataclasses.replace(
-        event,
+    return event._replace(
         text=clip_text(event.text, cap) if event.text is not None else None,
         args=_clip_args(event.args, cap) if event.args is not None else None,
     )

@@ -1,7 +1,8 @@
 """Domain types shared by the parts of worker.
 
-Events and results are frozen dataclasses (cheap to build in the hot path of a stream);
-persisted JSON formats are Pydantic models next to the code that owns their files.
+Results are frozen dataclasses, and an agent's events a NamedTuple (the cheapest immutable
+record to build: a replay makes 100,000 of them); persisted JSON formats are Pydantic models
+next to the code that owns their files.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Outcome(StrEnum):
@@ -54,12 +55,15 @@ class EventKind(StrEnum):
     OTHER = "other"  # known but irrelevant (hooks, partial deltas, snapshots)
 
 
-@dataclass(frozen=True, slots=True)
-class AgentEvent:
-    """One normalised event of an agent's stream. Fields not meaningful for a kind stay None."""
+class AgentEvent(NamedTuple):
+    """One normalised event of an agent's stream. Fields not meaningful for a kind stay None.
+
+    A NamedTuple rather than a frozen dataclass: built in one `tuple.__new__` instead of one
+    `object.__setattr__` per field, three times faster. Copy with `_replace`.
+    """
 
     kind: EventKind
-    index: int = 0  # position in the stream (the line number, from 0)
+    index: int = 0  # type: ignore[assignment]  # the line number, from 0; hides tuple.index
     session_id: str | None = None
     model: str | None = None
     text: str | None = None
