@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from worker.agents.jsonl import as_int, as_str, tool_call, tool_result
+from worker.agents.jsonl import as_int, as_str, loads, tool_call, tool_result
 from worker.models import AgentEvent, EventKind, InfraFailure, InfraKind
 
 # The CLI's usage-limit text: "You've hit your limit · resets 1pm (Europe/Paris)".
@@ -30,7 +30,7 @@ def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
     if not line:
         return []
     try:
-        obj = json.loads(line)
+        obj = loads(line)
     except json.JSONDecodeError as exc:
         return [
             AgentEvent(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
+from functools import lru_cache
 from typing import Any
 
 # Values that differ between two otherwise identical calls: UUIDs, long hex ids (commit
@@ -19,6 +20,11 @@ _VOLATILE_VALUE = re.compile(
     r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
 )
+# Every volatile value holds 8 hex digits in a row, 4 digits and a dash, or an id prefix, and
+# is 10 characters or more: looking for these first is several times cheaper than trying the
+# whole pattern at every position, and most texts hold none.
+_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
+_YEAR = re.compile(r"\d{4}-")
 _DIGITS = re.compile(r"\d+")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h)\b")
 # Paths differ between two attempts at the same failing thing (a temp file, another file of
@@ -55,6 +61,9 @@ _INFRASTRUCTURE = re.compile(
 )
 
 _SCALARS = (str, int, float, bool, type(None))
+# Signatures are memoised per distinct text (a loop or a repeated failure brings the same one
+# back); their inputs are capped first, so the memory held stays small.
+_MEMO = 512
 # `json.dumps(flat, sort_keys=True, ...)` builds this encoder on every call: half its cost.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 PERMISSION = "permission"
@@ -73,8 +82,22 @@ def strip_volatile(value: Any, volatile_keys: Collection[str]) -> Any:
     if isinstance(value, list):
         return [strip_volatile(item, volatile_keys) for item in value]
     if isinstance(value, str):
-        return _VOLATILE_VALUE.sub("<id>", value)
+        return _strip_ids(value)
     return value
+
+
+def _strip_ids(text: str) -> str:
+    """`_VOLATILE_VALUE.sub("<id>", text)`, skipped when none of its values can be in `text`."""
+    if len(text) < 10 or (
+        _HEX8.search(text) is None
+        and _YEAR.search(text) is None
+        and "toolu_" not in text
+        and "call_" not in text
+        and "item_" not in text
+        and "msg_" not in text
+    ):
+        return text
+    return _VOLATILE_VALUE.sub("<id>", text)
 
 
 def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) -> str:
@@ -84,7 +107,7 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     if all(isinstance(value, _SCALARS) for value in args.values()):
         # The common flat case: one regex pass over the JSON instead of one per value.
         flat = {key: value for key, value in args.items() if key not in volatile_keys}
-        return _VOLATILE_VALUE.sub("<id>", _CANONICAL.encode(flat))
+        return _strip_ids(_CANONICAL.encode(flat))
     return json.dumps(
         strip_volatile(args, volatile_keys),
         sort_keys=True,
@@ -101,9 +124,12 @@ def error_head(text: str | None) -> str:
     thing. Claude Code's Bash errors open with a bare "Exit code N", so there the last line
     (where the error usually is) is kept too.
     """
-    if not text:
-        return ""
-    body = _PTH_WARNING.sub("", _TAG.sub("", text[:4000]), count=1)
+    return _error_head(text[:4000]) if text else ""
+
+
+@lru_cache(maxsize=_MEMO)
+def _error_head(text: str) -> str:
+    body = _PTH_WARNING.sub("", _TAG.sub("", text), count=1)
     lines = [line for line in body[:2000].splitlines() if line.strip()]
     if not lines:
         return ""
@@ -115,7 +141,7 @@ def error_head(text: str | None) -> str:
 
 def error_signature(text: str | None) -> str:
     """What makes two errors "the same": their heads, ids, paths, numbers and times blurred."""
-    return _blur(error_head(text))
+    return _blurred(error_head(text))
 
 
 def result_signature(text: str | None, limit: int = 2000) -> str:
@@ -128,20 +154,30 @@ def answer_signature(text: str | None, limit: int = 2000) -> str:
     """What makes two answers to the same call "the same": ids, timestamps and durations
     blurred (`in 1.23s` on every test run), other numbers kept, since `3 failed` -> `2 failed`
     or `step 1/4` -> `step 2/4` is news."""
-    text = _DURATION.sub("<t>", _VOLATILE_VALUE.sub("<id>", (text or "")[:limit]))
+    return _answer((text or "")[:limit])
+
+
+@lru_cache(maxsize=_MEMO)
+def _answer(text: str) -> str:
+    text = _DURATION.sub("<t>", _strip_ids(text))
     return _SPACE.sub(" ", text).strip()
 
 
 def _blur(text: str) -> str:
-    text = _PATH.sub("<path>", _VOLATILE_VALUE.sub("<id>", text))
+    text = _PATH.sub("<path>", _strip_ids(text))
     return _SPACE.sub(" ", _DIGITS.sub("#", text)).strip()
+
+
+_blurred = lru_cache(maxsize=_MEMO)(_blur)  # an error head is at most 300 characters
 
 
 def failure_class(text: str | None) -> str:
     """`permission`, `infrastructure`, or `cascade` (an ordinary tool failure)."""
-    if not text:
-        return TOOL
-    head = text[:1000]
+    return _failure_class(text[:1000]) if text else TOOL
+
+
+@lru_cache(maxsize=_MEMO)
+def _failure_class(head: str) -> str:
     if _PERMISSION.search(head):
         return PERMISSION
     if _INFRASTRUCTURE.search(head):
