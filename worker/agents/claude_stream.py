@@ -23,6 +23,9 @@ AUTH_TEXT = re.compile(r"(?i)(invalid api key|authentication_(failed|error)|plea
 AUTH_ERRORS = frozenset({"authentication_failed", "authentication_error", "permission_error"})
 KEY_SETTING = "ANTHROPIC_API_KEY"
 CLI = "Claude Code"
+# Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
+# cost of a global, and a message's events are built for every line of a stream.
+_TEXT, _TOOL_RESULT, _USAGE = EventKind.TEXT, EventKind.TOOL_RESULT, EventKind.USAGE
 
 
 def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
@@ -68,7 +71,7 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
         return _message_events(obj, index, kind)
     if kind == "user":
         events = _message_events(obj, index, kind)
-        if not any(e.kind is EventKind.TOOL_RESULT for e in events):
+        if not any(e.kind is _TOOL_RESULT for e in events):
             # Plain user text: a harness's rejection or a user's correction. The run has no
             # use for it, but the supervisor counts the same one coming back again and again.
             text = _user_text(obj.get("message"))
@@ -185,16 +188,14 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
     events: list[AgentEvent] = []
     if isinstance(content, str):
         if role == "assistant" and content:
-            events.append(AgentEvent(EventKind.TEXT, index, text=content, raw_type=role))
+            events.append(AgentEvent(_TEXT, index, text=content, raw_type=role))
         return events
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
         if btype == "text" and role == "assistant":
-            events.append(
-                AgentEvent(EventKind.TEXT, index, text=str(block.get("text", "")), raw_type=role)
-            )
+            events.append(AgentEvent(_TEXT, index, text=str(block.get("text", "")), raw_type=role))
         elif btype == "tool_use":
             tool, tool_id = as_str(block.get("name")), as_str(block.get("id"))
             events.append(tool_call(index, tool, tool_id, block.get("input"), role))
@@ -210,7 +211,7 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
     if role == "assistant" and isinstance(usage, dict):
         events.append(
             AgentEvent(
-                EventKind.USAGE,
+                _USAGE,
                 index,
                 model=as_str(message.get("model")),
                 input_tokens=_context_tokens(usage),
@@ -223,9 +224,10 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
 
 def _context_tokens(usage: dict[str, Any]) -> int:
     """The prompt size of a turn: fresh input plus cache writes plus cache reads."""
-    return sum(
-        as_int(usage.get(key))
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return (
+        as_int(usage.get("input_tokens"))
+        + as_int(usage.get("cache_creation_input_tokens"))
+        + as_int(usage.get("cache_read_input_tokens"))
     )
 
 

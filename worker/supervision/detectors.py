@@ -8,6 +8,7 @@ event completes. Each step is O(1) (the cascade window is a fixed-size deque), s
 from __future__ import annotations
 
 from collections import deque
+from operator import itemgetter
 from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
@@ -30,7 +31,24 @@ from worker.supervision.signals import (
 )
 from worker.supervision.streaks import Alternation, Streak
 
-_ASSISTANT = (EventKind.TEXT, EventKind.TOOL_CALL, EventKind.USAGE)
+# The kinds read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten
+# times the cost of a global, and observe() runs on every event.
+_TOOL_CALL, _TOOL_RESULT, _TEXT, _USAGE = (
+    EventKind.TOOL_CALL,
+    EventKind.TOOL_RESULT,
+    EventKind.TEXT,
+    EventKind.USAGE,
+)
+_SESSION, _ERROR, _RESULT, _OTHER = (
+    EventKind.SESSION,
+    EventKind.ERROR,
+    EventKind.RESULT,
+    EventKind.OTHER,
+)
+_ASSISTANT = (_TEXT, _TOOL_CALL, _USAGE)
+# The failure class of a result in the cascade window: a non-empty name, or None for a success
+# (`any(map(...))` runs in C, where a generator over the window costs a Python frame per item).
+_FAILURE = itemgetter(1)
 
 
 class StreamDetectors:
@@ -84,22 +102,22 @@ class StreamDetectors:
             found = self._new_turn(event)
         else:
             found = []
-        if kind is EventKind.TOOL_CALL:
+        if kind is _TOOL_CALL:
             self._on_call(event, found)
-        elif kind is EventKind.TOOL_RESULT:
+        elif kind is _TOOL_RESULT:
             self._in_turn = False
             self._on_result(event, found)
-        elif kind is EventKind.TEXT:
+        elif kind is _TEXT:
             self._on_text(event, found)
-        elif kind is EventKind.USAGE:
+        elif kind is _USAGE:
             self._on_usage(event, found)
-        elif kind is EventKind.SESSION:
+        elif kind is _SESSION:
             self._cli.new_session()
             if event.model:
                 self.model = self.session_model = event.model
-        elif kind is EventKind.ERROR or (kind is EventKind.RESULT and event.is_error):
+        elif kind is _ERROR or (kind is _RESULT and event.is_error):
             self._on_cli_error(event, found)
-        elif kind is EventKind.OTHER and event.raw_type == "user" and event.text:
+        elif kind is _OTHER and event.raw_type == "user" and event.text:
             self._on_user_text(event, found)
         return found
 
@@ -184,7 +202,7 @@ class StreamDetectors:
             self._since_progress = 0
             self._reject.reset()
         # A cascade forgets the failures before a success: the agent got going again.
-        if self._cascade or any(item[1] is not None for item in self._results):
+        if self._cascade or any(map(_FAILURE, self._results)):
             self._results.clear()
             self._cascade.clear()
 
@@ -274,7 +292,7 @@ class StreamDetectors:
         # infrastructure errors are counted apart (Cline, Roo Code). Ours: the failures must
         # span two turns, since parallel calls of one turn share one cause (a stray `cd`) and
         # the agent has not yet had a chance to react to it.
-        if not self._cascade and all(item[1] is None for item in self._results):
+        if not self._cascade and not any(map(_FAILURE, self._results)):
             return  # nothing failing in the window: the common case, kept cheap
         window = [(item[0], item[1]) for item in self._results]
         for cls in (TOOL, PERMISSION, INFRASTRUCTURE):

@@ -22,6 +22,9 @@ from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import Steering, Watch
 
+# Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__ (see replay).
+_TOOL_CALL, _ERROR = EventKind.TOOL_CALL, EventKind.ERROR
+
 
 @dataclass
 class Finding:
@@ -93,9 +96,9 @@ def replay(
     for event in events:
         report.events += 1
         kind = event.kind
-        if kind is EventKind.TOOL_CALL:
+        if kind is _TOOL_CALL:
             report.tool_calls += 1
-        elif kind is EventKind.ERROR:
+        elif kind is _ERROR:
             report.errors += 1
         found = watch.observe(event)
         if found:

@@ -11,6 +11,7 @@ a call and getting the same answer teaches nothing: that is what a loop is.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 # Shell commands that change files or the repository. `>` and `>>` redirect into a file, except
@@ -33,9 +34,14 @@ def shell_writes(args: dict[str, Any] | None) -> bool:
         value = args.get(key)
         if isinstance(value, list):
             value = " ".join(str(part) for part in value)
-        if isinstance(value, str) and _WRITES.search(value):
+        if isinstance(value, str) and _writes(value):
             return True
     return False
+
+
+@lru_cache(maxsize=512)  # a loop runs the same command again and again
+def _writes(command: str) -> bool:
+    return _WRITES.search(command) is not None
 
 
 class Knowledge:
