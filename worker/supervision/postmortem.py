@@ -22,7 +22,8 @@ from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import Steering, Watch
 
-# Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__ (see replay).
+# Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
+# cost of a global, and replay() reads two for every event.
 _TOOL_CALL, _ERROR = EventKind.TOOL_CALL, EventKind.ERROR
 
 
@@ -93,14 +94,17 @@ def replay(
     episodes = 0  # the PACE level only moves when a new episode begins
     since_check = 0
     peak_fill: float | None = None
+    # Counted in locals and names bound once: this loop runs for every event.
+    count = tool_calls = errors = 0
+    detectors, observe, radio_every = watch.detectors, watch.observe, settings.radio_check_events
     for event in events:
-        report.events += 1
+        count += 1
         kind = event.kind
         if kind is _TOOL_CALL:
-            report.tool_calls += 1
+            tool_calls += 1
         elif kind is _ERROR:
-            report.errors += 1
-        found = watch.observe(event)
+            errors += 1
+        found = observe(event)
         if found:
             watch.drain()
             for anomaly in found:
@@ -112,16 +116,16 @@ def replay(
                 steering = watch.steer_pace(watch.detectors.turn)
                 if steering is not None:
                     report.findings.append(_pace_finding(steering, watch, event.index))
-        fill = watch.detectors.context_fill
+        fill = detectors.context_fill
         if fill is not None and (peak_fill is None or fill > peak_fill):
             peak_fill = fill
         since_check += 1
-        if since_check >= settings.radio_check_events:
+        if since_check >= radio_every:
             since_check = 0
             reason = watch.radio_check() if report.stop is None else None
             if reason is not None:
-                report.stop = Stop(watch.detectors.seq, event.index + 1, reason)
-    detectors = watch.detectors
+                report.stop = Stop(detectors.seq, event.index + 1, reason)
+    report.events, report.tool_calls, report.errors = count, tool_calls, errors
     report.turns = detectors.turn
     report.tool_failures = detectors.tool_failures
     report.model = detectors.model

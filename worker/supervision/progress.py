@@ -32,6 +32,8 @@ def shell_writes(args: dict[str, Any] | None) -> bool:
         return False
     for key in _SHELL_KEYS:
         value = args.get(key)
+        if value is None:
+            continue
         if isinstance(value, list):
             value = " ".join(str(part) for part in value)
         if isinstance(value, str) and _writes(value):
