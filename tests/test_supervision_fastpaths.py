@@ -1,0 +1,207 @@
+"""Issue 16: `worker inspect`'s fast paths give exactly what the plain code they replace gave.
+
+Each shortcut (a cheap check before a regular expression, a pattern rewritten to start with a
+character class, memoised signatures, the JSON decoder called without json.loads' wrapper,
+AgentEvent as a NamedTuple) is held here to the straightforward version, on generated input.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from worker.agents.jsonl import loads, parse
+from worker.boundedio import clip_event
+from worker.models import AgentEvent, EventKind
+from worker.supervision import signals
+from worker.supervision.progress import Knowledge, shell_writes
+from worker.supervision.signals import (
+    answer_signature,
+    canonical_args,
+    error_signature,
+    failure_class,
+    message_signature,
+)
+
+# The patterns as they were before the fast paths, to compare with.
+VOLATILE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\b[0-9a-fA-F]{12,}\b"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\b(?:toolu|call|item|msg)_[0-9A-Za-z]{6,}\b"
+)
+DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h)\b")
+SPACE = re.compile(r"\s+")
+KEYS = frozenset({"id", "description", "timestamp"})
+
+# Text made of what the patterns look for: hex and other digits (Arabic-Indic too), dashes,
+# colons, id prefixes, units, and whitespace of several kinds.
+PIECES = st.sampled_from(
+    [
+        *("a", "f", "F", "0", "9", "٣", "-", "_", ":", "T", "Z", ".", "+", "s", "ms", "min"),
+        *(" ", "\n", "\t", "\u2003", "\x1c", "x", "é", "2026", "deadbeef", "QRSTUV"),
+        *("toolu_", "msg_", "call_", "item_"),
+    ]
+)
+TEXTS = st.one_of(st.text(), st.lists(PIECES, max_size=60).map("".join))
+
+
+@given(TEXTS)
+@example("3f2a9c1e-1b2c-4d5e-8f90-123456789abc")
+@example("at 2026-01-02T03:04:05.123+01:00 done")
+@example("٢٠٢٦-٠١-٠٢T٠٣:٠٤:٠٥Z")  # other scripts' digits are digits to `\d`
+@example("id toolu_01ABCDEFG and msg_ABCDEF")
+@example("see msg_QRSTUV now")
+@example("see call_zzzzzz now")
+@example("see item_Wxyzuv now")
+@example("see toolu_QRSTUV now")
+@example("deadbeefcafe")
+def test_ids_are_stripped_exactly_as_the_whole_pattern_strips_them(text: str) -> None:
+    assert signals._strip_ids(text) == VOLATILE.sub("<id>", text)
+
+
+@given(TEXTS)
+@example("2 failed in 0.31s, 1 passed in 12 ms; x3s 4min")
+@example("a1s 1s _2s ٣s")
+def test_durations_are_blurred_as_the_plain_pattern_blurs_them(text: str) -> None:
+    assert signals._DURATION.sub("<t>", text) == DURATION.sub("<t>", text)
+
+
+@given(TEXTS)
+@example(" a \t b\u2003\x1c c \n")
+def test_whitespace_is_squeezed_as_the_pattern_squeezes_it(text: str) -> None:
+    assert signals._squeeze(text) == SPACE.sub(" ", text).strip()
+
+
+def _plain_answer(text: str | None, limit: int = 2000) -> str:
+    text = DURATION.sub("<t>", VOLATILE.sub("<id>", (text or "")[:limit]))
+    return SPACE.sub(" ", text).strip()
+
+
+@given(TEXTS)
+def test_memoised_signatures_are_the_plain_ones(text: str) -> None:
+    """Asked twice (the second answer comes from the memo), a signature is what the plain
+    code computes."""
+    for _ in range(2):
+        assert answer_signature(text) == _plain_answer(text)
+        assert message_signature(text, 3) == (
+            None if len(SPACE.sub(" ", text).strip()) < 3 else SPACE.sub(" ", text).strip()
+        )
+        assert error_signature(text) == signals._blur(signals.error_head(text))
+        assert failure_class(text) == signals._failure_class.__wrapped__(text[:1000])
+
+
+def _plain_canonical(args: dict[str, Any] | None, volatile_keys: frozenset[str]) -> str:
+    if not args:
+        return "{}"
+    if all(isinstance(v, str | int | float | bool | type(None)) for v in args.values()):
+        flat = {k: v for k, v in args.items() if k not in volatile_keys}
+        encoded = json.dumps(flat, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return VOLATILE.sub("<id>", encoded)
+    return json.dumps(
+        signals.strip_volatile(args, volatile_keys),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+SCALARS = st.one_of(
+    st.text(max_size=20),
+    TEXTS,
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+)
+ARGS = st.dictionaries(
+    st.one_of(st.sampled_from(["command", "id", "description", "file_path"]), st.text()),
+    st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.dictionaries(st.text(), SCALARS)),
+    max_size=5,
+)
+
+
+@given(ARGS)
+@example({"x": 1})
+@example({"x": 1.0})
+@example({"x": True})
+@example({"x": -0.0})
+@example({"command": "ls", "description": "look"})
+def test_canonical_arguments_are_the_plain_ones_memoised_or_not(args: dict[str, Any]) -> None:
+    """1, 1.0 and True are equal keys to a memo but not the same JSON: only string values
+    are memoised."""
+    for _ in range(2):
+        assert canonical_args(args, KEYS) == _plain_canonical(args, KEYS)
+
+
+def _outcome(fn: Any, line: str) -> tuple[Any, ...]:
+    try:
+        return ("value", json.dumps(fn(line), sort_keys=True))
+    except json.JSONDecodeError as exc:
+        return ("error", exc.msg, exc.pos)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(st.one_of(JSON.map(json.dumps), st.text(), JSON.map(lambda v: json.dumps(v) + " x")))
+@example('{"a": 1} {"b": 2}')
+@example('\ufeff{"a": 1}')
+@example('{"a": "unterminated')
+@example("")
+def test_a_line_decodes_to_json_loads_value_or_its_very_error(line: str) -> None:
+    line = line.strip()
+    assert _outcome(loads, line) == _outcome(json.loads, line)
+
+
+def test_a_bad_line_is_named_as_json_loads_names_it() -> None:
+    assert parse('{"type": "x"} trailing') == "not JSON: Extra data"
+    assert parse("[1, 2]") == "not a JSON object"
+    assert parse("   ") is None
+
+
+def test_knowledge_learns_new_calls_and_new_answers_only() -> None:
+    known = Knowledge()
+    assert known.learn("Read {}", "one")
+    assert not known.learn("Read {}", "one")
+    assert known.learn("Read {}", "two")
+    assert known.learn("Bash {}", "two")
+
+
+def test_shell_writes_is_the_same_asked_again() -> None:
+    """The memo of commands answers as the pattern does, for a write and for a read."""
+    for _ in range(2):
+        assert shell_writes({"command": "sed -i s/a/b/ f.py"})
+        assert shell_writes({"cmd": ["bash", "-lc", "echo x > out.txt"]})
+        assert not shell_writes({"command": "pytest -q 2>&1"})
+
+
+def test_an_agent_event_is_an_immutable_record_that_copies_and_pickles() -> None:
+    """AgentEvent is a NamedTuple: no field can be set, `_replace` copies, it pickles (an
+    event crosses a process boundary in the fleet), and equal events are equal."""
+    event = AgentEvent(EventKind.TOOL_CALL, 3, tool="Bash", args={"command": "ls"})
+    with pytest.raises(AttributeError):
+        event.tool = "Read"  # type: ignore[misc]  # the point: it cannot be set
+    copy = event._replace(tool="Read")
+    assert (copy.tool, event.tool, copy.index, copy.args) == ("Read", "Bash", 3, event.args)
+    assert pickle.loads(pickle.dumps(event)) == event
+    assert event == AgentEvent(EventKind.TOOL_CALL, 3, tool="Bash", args={"command": "ls"})
+    assert event.is_error is False and event.raw_type is None
+
+
+def test_clipping_an_event_keeps_its_other_fields() -> None:
+    event = AgentEvent(EventKind.TOOL_RESULT, 7, tool_id="t1", text="x" * 50_000, is_error=True)
+    clipped = clip_event(event, cap=1000)
+    assert clipped.text is not None and len(clipped.text) < 2000
+    assert clipped._replace(text=event.text) == event
