@@ -24,10 +24,11 @@ _VOLATILE_VALUE = re.compile(
 # a dash, or an id prefix. In ASCII text this looks for 4 hex digits followed by 4 more or a
 # dash, and since it starts with a character class, re skips from candidate to candidate in C:
 # several times cheaper than trying the whole pattern at every position; most texts hold none.
+# A new kind of volatile value needs its sign in `_strip_ids` too (a test holds the two).
 _ID_HINT = re.compile(r"[0-9a-fA-F]{4}(?:[0-9a-fA-F]{4}|-)")
 _DIGITS = re.compile(r"\d+")
 # `\b\d+...`, written to start with the digit (the look-behind is the `\b`): a pattern that starts
-# with a character class is searched in C from one candidate to the next.
+# with a character class is searched in C from one candidate to the next. A test holds the two.
 _DURATION = re.compile(r"\d(?<!\w\d)\d*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h)\b")
 # Paths differ between two attempts at the same failing thing (a temp file, another file of
 # the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
