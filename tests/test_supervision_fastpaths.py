@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from worker.agents.jsonl import loads, parse
+from worker.agents.jsonl import loads, parse, tool_call, tool_result
 from worker.boundedio import clip_event
 from worker.models import AgentEvent, EventKind
 from worker.supervision import signals
@@ -202,3 +202,29 @@ def test_clipping_an_event_keeps_its_other_fields() -> None:
     clipped = clip_event(event, cap=1000)
     assert clipped.text is not None and len(clipped.text) < 2000
     assert clipped._replace(text=event.text) == event
+
+
+def test_tool_events_built_by_position_are_the_keyword_ones() -> None:
+    """tool_call and tool_result build AgentEvents by position, for speed: field for field,
+    they are what the keyword form builds."""
+    call = tool_call(4, "Bash", "t1", {"command": "ls"}, "assistant")
+    assert call == AgentEvent(
+        EventKind.TOOL_CALL,
+        4,
+        tool="Bash",
+        tool_id="t1",
+        args={"command": "ls"},
+        raw_type="assistant",
+    )
+    assert tool_call(4, None, None, ["not", "a", "dict"], "x").args == {}
+    result = tool_result(5, "t1", failed=True, output="y" * 3000, error="boom", raw_type="user")
+    assert result == AgentEvent(
+        EventKind.TOOL_RESULT,
+        5,
+        tool_id="t1",
+        is_error=True,
+        text="y" * 2000,
+        error="boom",
+        raw_type="user",
+    )
+    assert result._asdict()["raw_type"] == "user" and call._asdict()["tool"] == "Bash"

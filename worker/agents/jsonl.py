@@ -14,6 +14,8 @@ from worker.models import AgentEvent, EventKind
 # Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
 # cost of a global, and every tool call and result of a stream is built here.
 _TOOL_CALL, _TOOL_RESULT = EventKind.TOOL_CALL, EventKind.TOOL_RESULT
+# AgentEvent's fields from input_tokens to resets_at, which a tool call or result leaves unset.
+_NO_USAGE = (None,) * 7
 # json.loads wraps the decoder in a type check and two whitespace matches, 40% of the time of
 # a typical stream line; a stripped line needs neither.
 _RAW_DECODE = json.JSONDecoder().raw_decode
@@ -70,14 +72,10 @@ def tool_call(
     index: int, tool: str | None, tool_id: str | None, args: Any, raw_type: str
 ) -> AgentEvent:
     """A tool call; arguments that are not a JSON object are left out."""
-    return AgentEvent(
-        _TOOL_CALL,
-        index,
-        tool=tool,
-        tool_id=tool_id,
-        args=as_dict(args),
-        raw_type=raw_type,
-    )
+    # By position, in AgentEvent's field order: half the time of a keyword call, and every
+    # tool call of a stream is built here.
+    head = (_TOOL_CALL, index, None, None, None, tool, tool_id, as_dict(args), False, None)
+    return AgentEvent._make((*head, *_NO_USAGE, raw_type))
 
 
 def tool_result(
@@ -90,12 +88,5 @@ def tool_result(
     raw_type: str,
 ) -> AgentEvent:
     """A tool's result: its output (capped), and its error when it failed."""
-    return AgentEvent(
-        _TOOL_RESULT,
-        index,
-        tool_id=tool_id,
-        is_error=failed,
-        text=output[:2000],
-        error=error,
-        raw_type=raw_type,
-    )
+    head = (_TOOL_RESULT, index, None, None, output[:2000], None, tool_id, None, failed, error)
+    return AgentEvent._make((*head, *_NO_USAGE, raw_type))  # by position, as in tool_call
