@@ -320,3 +320,32 @@ def test_the_daily_cap_is_the_fleets_with_a_fleet_database(
     assert (second.task_id, second.outcome) == ("msg-m-second", Outcome.WAITING)
     assert "DAILY_BUDGET_REACHED" in second.reason_codes
     assert len(fake_claude.task_calls) == 1  # the second machine's task never reached the agent
+
+
+def test_a_wait_cancelled_from_the_command_line_ends_its_claim_on_the_fleet_database(
+    workspace: Path, pg_url: str, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`worker waits cancel` on a fleet machine ends the task's fleet claim too: the fleet's
+    view stops showing the task as waiting, and no other machine is left to think it taken."""
+    monkeypatch.setenv("WORKER_FLEET__DATABASE_URL", pg_url)
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    write_message(workspace, "msg-fleet-wait")
+    fake_claude.answers({"status": "wait", "wait_for": "Bob", "resume_when": "user_approval"})
+    report = run_once(load_settings(workspace), RunOptions())
+    assert (report.task_id, report.outcome) == ("msg-fleet-wait", Outcome.WAITING)
+
+    def claim_state() -> str:
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT state FROM fleet_claims WHERE task_id = %s", ("msg-fleet-wait",)
+            ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    assert claim_state() == "waiting"
+    result = run_worker(workspace, "waits", "cancel", "msg-fleet-wait", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "cancelled"
+    assert claim_state() == "cancelled"
+    assert PASSWORD not in result.stdout + result.stderr

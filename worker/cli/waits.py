@@ -152,9 +152,10 @@ def cancel_command(
     as_json: JsonOpt = False,
 ) -> None:
     """End a wait now as cancelled; the outcome is reported to the task's source."""
+    from worker.fleet import fleet_session
     from worker.waits.service import cancel
 
-    data = cancel(settings_for(workspace), ident, reason)
+    data = cancel(settings_for(workspace), ident, reason, attach=fleet_session)
     ui.emit(data, as_json, lambda d: ui.line(f"cancelled {d['task_id']}: {d['reason']}"))
 
 
@@ -175,9 +176,10 @@ def adopt_command(
 @app.command("prune")
 def prune_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Expire the waits past their expiry now and drop old intercom folders."""
+    from worker.fleet import fleet_session
     from worker.waits.service import prune
 
-    data = prune(settings_for(workspace))
+    data = prune(settings_for(workspace), attach=fleet_session)
     ui.emit(
         data,
         as_json,
