@@ -107,7 +107,17 @@ def find(settings: Settings, ident: str) -> tuple[Path, WaitState]:
         if state.task_id == ident:
             return path, state
     known = ", ".join(p.stem for p in wait_state_files(settings.wait_states)[:10]) or "none"
-    raise UsageError(f"no wait state {ident!r} (waiting: {known}); see `worker waits list`")
+    raise WaitNotFound(
+        ident, f"no wait state {ident!r} (waiting: {known}); see `worker waits list`"
+    )
+
+
+class WaitNotFound(UsageError):
+    """No wait of that name on this machine (on a fleet, it may wait on another one)."""
+
+    def __init__(self, ident: str, message: str) -> None:
+        super().__init__(message)
+        self.ident = ident
 
 
 def adopt(settings: Settings, ident: str) -> dict[str, Any]:
