@@ -13,12 +13,14 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from worker.cli.app import app
+from worker.models import EventKind
 from worker.supervision.formats import read_text
 from worker.supervision.scoring import SPLITS, by_split, load_index, score
 
@@ -97,6 +99,43 @@ def test_on_the_tuning_set_stuck_runs_are_caught_on_time_and_healthy_runs_left_a
     assert tune["recall_on_time"] is not None and tune["recall_on_time"] >= 0.9
     assert tune["false_alarms"] == 0, tune["false_alarm_files"]
     assert 0 < tune["saved_turns"] <= tune["wasted_turns"]
+
+
+def _looks_stuck(entry: dict) -> set[str]:
+    """What makes a run look stuck to a naive count: one command many times, many failing
+    results, or the harness (or a user) answering the agent again and again."""
+    text = (CORPUS / entry["file"]).read_text(encoding="utf-8")
+    events = list(read_text(text, entry["format"])[1])
+    calls = Counter(
+        json.dumps(e.args, sort_keys=True) for e in events if e.kind is EventKind.TOOL_CALL
+    )
+    fails = sum(1 for e in events if e.kind is EventKind.TOOL_RESULT and e.is_error)
+    users = sum(1 for e in events if e.kind is EventKind.OTHER and e.raw_type == "user")
+    looks = set()
+    if calls and max(calls.values()) >= 8:
+        looks.add("command")
+    if fails >= 8:
+        looks.add("failures")
+    if users >= 5:
+        looks.add("harness")
+    return looks
+
+
+def test_healthy_runs_that_look_stuck_are_in_the_tuning_set_and_left_alone() -> None:
+    """The balance to recall: the tuning set holds healthy runs that a naive count would call
+    stuck (a reproduction script run 8 or more times between edits, 8 or more failing results
+    such as a linter's or link checker's expected exit, 5 or more rejections or corrections
+    spread over a working run), several of each, and not one of them is stopped."""
+    found: dict[str, list[str]] = {"command": [], "failures": [], "harness": []}
+    for entry in INDEX:
+        if entry["label"] == "healthy" and entry["split"] == "tune":
+            for look in _looks_stuck(entry):
+                found[look].append(entry["file"])
+    assert all(len(files) >= 4 for files in found.values()), found
+    for file in sorted({f for files in found.values() for f in files}):
+        entry = next(e for e in INDEX if e["file"] == file)
+        result = score(CORPUS, entry)
+        assert result.alarm is None, (file, result.alarm)
 
 
 @pytest.mark.parametrize("split", SPLITS)
