@@ -131,6 +131,7 @@ ARGS = st.dictionaries(
 @example({"x": True})
 @example({"x": -0.0})
 @example({"command": "ls", "description": "look"})
+@example({"command": "cat " + "deadbeefcafe0 " * 400})  # too long to be memoised
 def test_canonical_arguments_are_the_plain_ones_memoised_or_not(args: dict[str, Any]) -> None:
     """1, 1.0 and True are equal keys to a memo but not the same JSON: only string values
     are memoised."""
@@ -182,6 +183,7 @@ def test_shell_writes_is_the_same_asked_again() -> None:
         assert shell_writes({"command": "sed -i s/a/b/ f.py"})
         assert shell_writes({"cmd": ["bash", "-lc", "echo x > out.txt"]})
         assert not shell_writes({"command": "pytest -q 2>&1"})
+        assert shell_writes({"command": "true " * 1000 + "> out.txt"})  # too long to memoise
 
 
 def test_an_agent_event_is_an_immutable_record_that_copies_and_pickles() -> None:

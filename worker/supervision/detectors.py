@@ -31,8 +31,8 @@ from worker.supervision.signals import (
 )
 from worker.supervision.streaks import Alternation, Streak
 
-# The kinds read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten
-# times the cost of a global, and observe() runs on every event.
+# Event kinds read once: on Python 3.11 `EventKind.X` costs ten global reads (EnumType has
+# a __getattr__), and this runs for every event.
 _TOOL_CALL, _TOOL_RESULT, _TEXT, _USAGE = (
     EventKind.TOOL_CALL,
     EventKind.TOOL_RESULT,

@@ -36,14 +36,16 @@ def shell_writes(args: dict[str, Any] | None) -> bool:
             continue
         if isinstance(value, list):
             value = " ".join(str(part) for part in value)
-        if isinstance(value, str) and _writes(value):
+        if isinstance(value, str) and (_writes(value) if len(value) <= 4000 else _write(value)):
             return True
     return False
 
 
-@lru_cache(maxsize=512)  # a loop runs the same command again and again
-def _writes(command: str) -> bool:
+def _write(command: str) -> bool:
     return _WRITES.search(command) is not None
+
+
+_writes = lru_cache(maxsize=512)(_write)  # a loop runs the same command again and again
 
 
 class Knowledge:

@@ -64,9 +64,10 @@ _INFRASTRUCTURE = re.compile(
 )
 
 _SCALARS = (str, int, float, bool, type(None))
-# Signatures are memoised per distinct text (a loop or a repeated failure brings the same one
-# back); their inputs are capped first, so the memory held stays small.
+# Signatures and call arguments are memoised per distinct text (a loop or a repeated failure
+# brings the same one back), texts of at most 4,000 characters: a few MB at the most.
 _MEMO = 512
+_MEMO_CHARS = 4000
 # `json.dumps(flat, sort_keys=True, ...)` builds this encoder on every call: half its cost.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 PERMISSION = "permission"
@@ -107,7 +108,7 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     """Canonical JSON of a call's arguments: sorted keys, no volatile ids."""
     if not args:
         return "{}"
-    if set(map(type, args.values())) == {str}:
+    if set(map(type, args.values())) == {str} and sum(map(len, args.values())) <= _MEMO_CHARS:
         # Strings only, the common case: memoised, since a loop repeats its calls.
         return _canonical_strings(tuple([i for i in args.items() if i[0] not in volatile_keys]))
     if all(isinstance(value, _SCALARS) for value in args.values()):
@@ -125,8 +126,8 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
 
 @lru_cache(maxsize=_MEMO)
 def _canonical_strings(items: tuple[tuple[str, str], ...]) -> str:
-    """The flat case below for arguments whose values are all strings (their equality is
-    their JSON's: not so for numbers, where 1 == 1.0 == True)."""
+    """canonical_args' flat case, for arguments whose values are all strings (equal strings
+    are equal JSON; not so numbers, where 1 == 1.0 == True)."""
     return _strip_ids(_CANONICAL.encode(dict(items)))
 
 
