@@ -146,9 +146,13 @@ def _outcome(fn: Any, line: str) -> tuple[Any, ...]:
         return ("error", exc.msg, exc.pos)
 
 
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3)
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    _containers,
     max_leaves=10,
 )
 
