@@ -208,6 +208,26 @@ def test_inspect_finds_the_codex_401_sessions_and_where_to_stop(tmp_path: Path) 
     assert "401 Unauthorized" in data["stop"]["reason"]
 
 
+def test_a_claude_usage_limit_is_left_alone_once_and_a_cli_error_when_it_comes_back(
+    tmp_path: Path,
+) -> None:
+    """The corpus's CLI-error loops are all Codex. Claude Code reports a usage limit as a
+    `result` with `is_error` (and `subtype: success`): once, as in the corpus's run, it is no
+    finding; the same session replayed three times (a solver restarting it into the same
+    limit) is the `cli_error` finding, warn at the second session and urgent at the third."""
+    path = CORPUS / "hive-claude-issue-1152-usage-limit.jsonl"
+    once = runner.invoke(app, ["inspect", str(path), "-w", str(tmp_path), "--json"])
+    assert once.exit_code == 0, once.output
+    assert json.loads(once.stdout)["findings"] == []
+    looped = tmp_path / "three-sessions.jsonl"
+    looped.write_text(path.read_text(encoding="utf-8") * 3, encoding="utf-8")
+    result = runner.invoke(app, ["inspect", str(looped), "-w", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    cli = [f for f in json.loads(result.stdout)["findings"] if f["kind"] == "cli_error"]
+    assert [(f["level"], f["count"]) for f in cli] == [("warn", 2), ("urgent", 3)]
+    assert "hit your limit" in cli[-1]["evidence"]["error"]
+
+
 def test_a_file_of_no_known_format_exits_65_naming_what_was_expected(tmp_path: Path) -> None:
     """A plain log used to replay as "claude" with no findings and exit 0."""
     log = tmp_path / "solve.log"
