@@ -191,8 +191,8 @@ def test_shell_writes_is_the_same_asked_again() -> None:
 
 
 def test_an_agent_event_is_an_immutable_record_that_copies_and_pickles() -> None:
-    """AgentEvent is a NamedTuple: no field can be set, `_replace` copies, it pickles (an
-    event crosses a process boundary in the fleet), and equal events are equal."""
+    """AgentEvent is a NamedTuple: no field can be set, `_replace` copies, it pickles, and
+    events with equal fields are equal."""
     event = AgentEvent(EventKind.TOOL_CALL, 3, tool="Bash", args={"command": "ls"})
     with pytest.raises(AttributeError):
         event.tool = "Read"  # type: ignore[misc]  # the point: it cannot be set
