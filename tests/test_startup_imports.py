@@ -141,3 +141,37 @@ def test_children_get_the_environment_worker_started_with() -> None:
         )
     )
     assert _modules_after(code, env) == "__all__ None []"
+
+
+def _gc_after(ws: Path, entry: str) -> str:
+    """Run `worker run --dry-run --json` in `ws` through `entry` (`main`, the program, or `app`,
+    as a program importing worker calls it); print the collections seen with nothing frozen yet
+    once worker started, whether start-up was frozen, and whether the thresholds are back."""
+    code = (
+        "import atexit, gc, sys\n"
+        f"from worker.cli.app import {entry} as entry\n"
+        "usual = gc.get_threshold()\n"
+        "early = []\n"
+        "gc.callbacks.append(lambda phase, info: early.append(1)\n"
+        "                    if phase == 'start' and not gc.get_freeze_count() else None)\n"
+        "atexit.register(lambda: print(len(early), gc.get_freeze_count() > 0,\n"
+        "                              gc.get_threshold() == usual, gc.isenabled()))\n"
+        f"sys.argv = ['worker', 'run', '--dry-run', '--json', '--workspace', {str(ws)!r}]\n"
+        "entry()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_the_program_collects_no_garbage_while_it_starts_and_freezes_what_it_built(
+    workspace: Path,
+) -> None:
+    """worker's program runs no cycle collection from its start to its settings loaded (the
+    classes and schemas it builds live as long as it), freezes them, then collects as usual;
+    a program calling worker's `app` keeps its own collector as it was."""
+    assert _gc_after(workspace, "main") == "0 True True True"
+    early, frozen, usual, enabled = _gc_after(workspace, "app").split()
+    assert int(early) > 0 and (frozen, usual, enabled) == ("False", "True", "True")

@@ -33,7 +33,8 @@ PRIORITY_WORDS = tuple(_PRIORITY_WORDS)  # the words a priority may be given in
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # Built on first use, not at import: an idle run parses no message (none is for us).
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     id: str = Field(min_length=1, max_length=200)
     sender: str = Field(alias="from", min_length=1)
