@@ -10,6 +10,8 @@ Two sets, apart: `tune` (the transcripts the detectors' thresholds were chosen o
   saved_turns / wasted_turns   turns a stop at the first alarm would have saved, of the
                       turns the stuck runs wasted; saved_usd the same in dollars where the
                       transcript's cost is known
+  by_kind             for each labelled kind of stuck run: how many, how many caught on
+                      time, and the alarms that caught them
 Beside them:
   replay_s, read_baseline_s    the time to score the corpus, and to only read its events
                       (same run): their ratio is the detectors' share

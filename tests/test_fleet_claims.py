@@ -320,3 +320,62 @@ def test_the_daily_cap_is_the_fleets_with_a_fleet_database(
     assert (second.task_id, second.outcome) == ("msg-m-second", Outcome.WAITING)
     assert "DAILY_BUDGET_REACHED" in second.reason_codes
     assert len(fake_claude.task_calls) == 1  # the second machine's task never reached the agent
+
+
+def test_a_wait_cancelled_from_the_command_line_ends_its_claim_on_the_fleet_database(
+    workspace: Path, pg_url: str, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`worker waits cancel` on a fleet machine ends the task's fleet claim too: the fleet's
+    view stops showing the task as waiting, and no other machine is left to think it taken."""
+    monkeypatch.setenv("WORKER_FLEET__DATABASE_URL", pg_url)
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    write_message(workspace, "msg-fleet-wait")
+    fake_claude.answers({"status": "wait", "wait_for": "Bob", "resume_when": "user_approval"})
+    report = run_once(load_settings(workspace), RunOptions())
+    assert (report.task_id, report.outcome) == ("msg-fleet-wait", Outcome.WAITING)
+
+    def claim_state() -> str:
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT state FROM fleet_claims WHERE task_id = %s", ("msg-fleet-wait",)
+            ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    assert claim_state() == "waiting"
+    result = run_worker(workspace, "waits", "cancel", "msg-fleet-wait", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "cancelled"
+    assert claim_state() == "cancelled"
+    assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_a_wait_asked_for_on_another_fleet_machine_is_named_where_it_waits(
+    tmp_path: Path, pg_url: str, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`worker waits approve` on a machine that does not have the wait says which machine
+    has it (from the fleet's claims), instead of only "no wait state"; nothing is written."""
+    monkeypatch.setenv("WORKER_FLEET__DATABASE_URL", pg_url)
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    monkeypatch.setenv("WORKER_ALLOW_INBOX_IN_WORKSPACE", "true")
+    fake_claude.answers({"status": "wait", "wait_for": "Bob", "resume_when": "user_approval"})
+    spaces = {}
+    for machine in ("m-one", "m-two"):
+        spaces[machine] = tmp_path / machine
+        (spaces[machine] / "inbox").mkdir(parents=True)
+    monkeypatch.setenv("WORKER_INBOX", str(spaces["m-one"] / "inbox"))
+    monkeypatch.setenv("WORKER_MACHINE_ID", "m-one")
+    write_message(spaces["m-one"], "msg-on-one", to="m-one")
+    assert run_once(load_settings(spaces["m-one"]), RunOptions()).outcome is Outcome.WAITING
+
+    env = {"WORKER_MACHINE_ID": "m-two", "WORKER_INBOX": str(spaces["m-two"] / "inbox")}
+    for command in (("approve", "msg-on-one"), ("show", "msg-on-one"), ("cancel", "msg-on-one")):
+        result = run_worker(spaces["m-two"], "waits", *command, env=env)
+        assert result.returncode == ExitCode.USAGE, result.stderr
+        assert "msg-on-one waits on machine m-one, not on this one (m-two)" in result.stderr
+    unknown = run_worker(spaces["m-two"], "waits", "approve", "msg-nowhere", env=env)
+    assert unknown.returncode == ExitCode.USAGE and "no wait state 'msg-nowhere'" in unknown.stderr
+    local = run_worker(spaces["m-one"], "waits", "show", "msg-on-one", "--json")
+    assert local.returncode == 0 and json.loads(local.stdout)["notes"] == []

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -148,18 +151,44 @@ def test_a_missing_inbox_folder_is_a_warning(workspace: Path, tmp_path: Path) ->
     assert "does not exist" in result.stderr and str(tmp_path / "nowhere") in result.stderr
 
 
-@pytest.mark.skipif(
-    sys.platform == "win32" or os.geteuid() == 0, reason="POSIX modes; root writes anyway"
-)
+def _run_on_a_read_only_inbox(workspace: Path) -> subprocess.CompletedProcess[str]:
+    """`worker run` with the inbox made read-only: by its mode for an ordinary user; for root,
+    whom modes do not stop, by a read-only bind mount in a mount namespace of its own."""
+    inbox = workspace / "inbox"
+    if os.geteuid() != 0:
+        inbox.chmod(0o555)
+        try:
+            return run_worker(workspace, "run")
+        finally:
+            inbox.chmod(0o755)
+    if shutil.which("unshare") is None:
+        pytest.skip("running as root without unshare(1) to mount the inbox read-only")
+    folder = shlex.quote(str(inbox))
+    mount = f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder}"
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"{mount} && ! touch {folder}/probe"],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"running as root, and a read-only bind mount is refused: {probe.stderr!r}")
+    command = [sys.executable, "-m", "worker", "run", "--workspace", str(workspace)]
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", f'{mount} && exec "$@"', "sh", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes and mounts")
 def test_a_read_only_inbox_is_a_clear_error_naming_the_folder(workspace: Path) -> None:
     write_message(workspace, "ro")
-    (workspace / "inbox").chmod(0o555)
-    try:
-        result = run_worker(workspace, "run")
-    finally:
-        (workspace / "inbox").chmod(0o755)
+    result = _run_on_a_read_only_inbox(workspace)
     assert "read-only" in result.stderr and str(workspace / "inbox") in result.stderr
     assert "unexpected" not in result.stderr
+    assert (workspace / "inbox" / "ro.json").exists()
 
 
 @needs_posix("a symbolic link without privileges")

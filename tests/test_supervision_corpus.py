@@ -13,12 +13,14 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from worker.cli.app import app
+from worker.models import EventKind
 from worker.supervision.formats import read_text
 from worker.supervision.scoring import SPLITS, by_split, load_index, score
 
@@ -99,6 +101,43 @@ def test_on_the_tuning_set_stuck_runs_are_caught_on_time_and_healthy_runs_left_a
     assert 0 < tune["saved_turns"] <= tune["wasted_turns"]
 
 
+def _looks_stuck(entry: dict) -> set[str]:
+    """What makes a run look stuck to a naive count: one command many times, many failing
+    results, or the harness (or a user) answering the agent again and again."""
+    text = (CORPUS / entry["file"]).read_text(encoding="utf-8")
+    events = list(read_text(text, entry["format"])[1])
+    calls = Counter(
+        json.dumps(e.args, sort_keys=True) for e in events if e.kind is EventKind.TOOL_CALL
+    )
+    fails = sum(1 for e in events if e.kind is EventKind.TOOL_RESULT and e.is_error)
+    users = sum(1 for e in events if e.kind is EventKind.OTHER and e.raw_type == "user")
+    looks = set()
+    if calls and max(calls.values()) >= 8:
+        looks.add("command")
+    if fails >= 8:
+        looks.add("failures")
+    if users >= 5:
+        looks.add("harness")
+    return looks
+
+
+def test_healthy_runs_that_look_stuck_are_in_the_tuning_set_and_left_alone() -> None:
+    """The balance to recall: the tuning set holds healthy runs that a naive count would call
+    stuck (a reproduction script run 8 or more times between edits, 8 or more failing results
+    such as a linter's or link checker's expected exit, 5 or more rejections or corrections
+    spread over a working run), several of each, and not one of them is stopped."""
+    found: dict[str, list[str]] = {"command": [], "failures": [], "harness": []}
+    for entry in INDEX:
+        if entry["label"] == "healthy" and entry["split"] == "tune":
+            for look in _looks_stuck(entry):
+                found[look].append(entry["file"])
+    assert all(len(files) >= 4 for files in found.values()), found
+    for file in sorted({f for files in found.values() for f in files}):
+        entry = next(e for e in INDEX if e["file"] == file)
+        result = score(CORPUS, entry)
+        assert result.alarm is None, (file, result.alarm)
+
+
 @pytest.mark.parametrize("split", SPLITS)
 def test_neither_set_regresses_from_the_recorded_figures(split: str) -> None:
     """figures.json records each set's figures when they were last measured: recall on time
@@ -167,6 +206,26 @@ def test_inspect_finds_the_codex_401_sessions_and_where_to_stop(tmp_path: Path) 
     levels = [(f["kind"], f["level"]) for f in data["findings"]]
     assert levels[:2] == [("cli_error", "warn"), ("cli_error", "urgent")]
     assert "401 Unauthorized" in data["stop"]["reason"]
+
+
+def test_a_claude_usage_limit_is_left_alone_once_and_a_cli_error_when_it_comes_back(
+    tmp_path: Path,
+) -> None:
+    """The corpus's CLI-error loops are all Codex. Claude Code reports a usage limit as a
+    `result` with `is_error` (and `subtype: success`): once, as in the corpus's run, it is no
+    finding; the same session replayed three times (a solver restarting it into the same
+    limit) is the `cli_error` finding, warn at the second session and urgent at the third."""
+    path = CORPUS / "hive-claude-issue-1152-usage-limit.jsonl"
+    once = runner.invoke(app, ["inspect", str(path), "-w", str(tmp_path), "--json"])
+    assert once.exit_code == 0, once.output
+    assert json.loads(once.stdout)["findings"] == []
+    looped = tmp_path / "three-sessions.jsonl"
+    looped.write_text(path.read_text(encoding="utf-8") * 3, encoding="utf-8")
+    result = runner.invoke(app, ["inspect", str(looped), "-w", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    cli = [f for f in json.loads(result.stdout)["findings"] if f["kind"] == "cli_error"]
+    assert [(f["level"], f["count"]) for f in cli] == [("warn", 2), ("urgent", 3)]
+    assert "hit your limit" in cli[-1]["evidence"]["error"]
 
 
 def test_a_file_of_no_known_format_exits_65_naming_what_was_expected(tmp_path: Path) -> None:

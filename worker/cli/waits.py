@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,9 +11,11 @@ import typer
 
 from worker import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
+from worker.errors import UsageError
 from worker.humanize import CONDITION_WORDS, moment, yes_no
 
 if TYPE_CHECKING:
+    from worker.config import Settings
     from worker.waits.intercom import Kind
 
 app = typer.Typer(
@@ -68,6 +72,28 @@ def _readable(wait: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def _named_elsewhere(settings: Settings) -> Iterator[None]:
+    """On a fleet, a wait this machine does not have is named where it is: waits live on
+    the machine that ran the task, and only there can they be approved or ended."""
+    from worker.waits.service import WaitNotFound
+
+    try:
+        yield
+    except WaitNotFound as exc:
+        if not settings.fleet.enabled:
+            raise
+        from worker.fleet.view import waiting_on
+
+        machine = waiting_on(settings, exc.ident)
+        if machine is None or machine == settings.machine_id:
+            raise
+        raise UsageError(
+            f"{exc.ident} waits on machine {machine}, not on this one ({settings.machine_id}):"
+            " run the command there, or answer through the task's source"
+        ) from exc
+
+
 @app.command("show")
 def show_command(
     ident: IdArg, workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False
@@ -75,7 +101,10 @@ def show_command(
     """Show one wait: its file, its intercom notes and its log of reason codes."""
     from worker.waits.service import show
 
-    ui.emit(show(settings_for(workspace), ident), as_json, _render_show)
+    settings = settings_for(workspace)
+    with _named_elsewhere(settings):
+        data = show(settings, ident)
+    ui.emit(data, as_json, _render_show)
 
 
 def _render_show(data: dict[str, Any]) -> None:
@@ -112,7 +141,9 @@ def _decide(
 ) -> None:
     from worker.waits.service import note as write_note
 
-    data = write_note(settings_for(workspace), ident, kind, note, by)
+    settings = settings_for(workspace)
+    with _named_elsewhere(settings):
+        data = write_note(settings, ident, kind, note, by)
     ui.emit(
         data,
         as_json,
@@ -152,9 +183,12 @@ def cancel_command(
     as_json: JsonOpt = False,
 ) -> None:
     """End a wait now as cancelled; the outcome is reported to the task's source."""
+    from worker.fleet import fleet_session
     from worker.waits.service import cancel
 
-    data = cancel(settings_for(workspace), ident, reason)
+    settings = settings_for(workspace)
+    with _named_elsewhere(settings):
+        data = cancel(settings, ident, reason, attach=fleet_session)
     ui.emit(data, as_json, lambda d: ui.line(f"cancelled {d['task_id']}: {d['reason']}"))
 
 
@@ -175,9 +209,10 @@ def adopt_command(
 @app.command("prune")
 def prune_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Expire the waits past their expiry now and drop old intercom folders."""
+    from worker.fleet import fleet_session
     from worker.waits.service import prune
 
-    data = prune(settings_for(workspace))
+    data = prune(settings_for(workspace), attach=fleet_session)
     ui.emit(
         data,
         as_json,

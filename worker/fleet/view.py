@@ -17,6 +17,19 @@ def _open(settings: Settings) -> Link:
     return Link(settings.fleet, retry_s=5.0)
 
 
+def waiting_on(settings: Settings, task_id: str) -> str | None:
+    """The machine a task waits on, by its fleet claim; None if it waits nowhere."""
+    link = _open(settings)
+    try:
+        rows = link.run(
+            "SELECT machine_id FROM fleet_claims WHERE task_id = %s AND state = 'waiting'",
+            (task_id,),
+        )
+    finally:
+        link.close()
+    return str(rows[0]["machine_id"]) if rows else None
+
+
 def fleet_view(settings: Settings, stale_after_s: float) -> FleetView:
     """One row per machine id: its live tasks (leases), its status report, when last heard."""
     link = _open(settings)

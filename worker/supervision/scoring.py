@@ -46,6 +46,7 @@ class Scored:
     alarm_turn: int | None  # turn of the first alarm, None when there was none
     alarm: str | None  # "kind level" of that alarm
     stuck_turn: int | None = None
+    stuck_kind: str | None = None  # the label's kind of anomaly, for a stuck run
     on_time: bool = False
     saved_turns: int = 0
     saved_usd: float = 0.0
@@ -109,6 +110,7 @@ def score(
         alarm_turn=alarm[0] if alarm else None,
         alarm=alarm[1] if alarm else None,
         stuck_turn=stuck_turn,
+        stuck_kind=entry.get("stuck_kind"),
         warnings=warnings,
     )
     if alarm is not None:
@@ -146,7 +148,21 @@ def summary(results: list[Scored]) -> dict[str, Any]:
         "saved_turns": sum(r.saved_turns for r in caught),
         "wasted_turns": sum(r.turns - (r.stuck_turn or r.turns) + 1 for r in stuck),
         "saved_usd": round(sum(r.saved_usd for r in caught), 4),
+        "by_kind": by_kind(stuck),
     }
+
+
+def by_kind(stuck: list[Scored]) -> dict[str, dict[str, Any]]:
+    """For each labelled kind of stuck run: how many, how many caught on time, and by which
+    alarms (a kind caught only by another detector's alarm shows here)."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for r in stuck:
+        row = kinds.setdefault(r.stuck_kind or "unknown", {"stuck": 0, "on_time": 0, "alarms": {}})
+        row["stuck"] += 1
+        row["on_time"] += r.on_time
+        if r.alarm is not None:
+            row["alarms"][r.alarm] = row["alarms"].get(r.alarm, 0) + 1
+    return kinds
 
 
 def by_split(results: list[Scored]) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,10 @@ from worker.waits.expiry import end_wait
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.state import WaitState, file_name, load_wait_state, wait_state_files
 
+# Routes the store's claims where the run would (a fleet's database); the command line
+# passes `worker.fleet.fleet_session`, which this layer may not import.
+Attach = Callable[[Settings, Store], contextlib.AbstractContextManager[Any]]
+
 
 @contextlib.contextmanager
 def _ledger(settings: Settings, create: bool = False) -> Iterator[Ledger | None]:
@@ -33,10 +37,15 @@ def _ledger(settings: Settings, create: bool = False) -> Iterator[Ledger | None]
 
 
 @contextlib.contextmanager
-def _run_lock(settings: Settings) -> Iterator[Store]:
-    """The workspace's run lock: no run resumes a wait while we end it."""
+def _run_lock(settings: Settings, attach: Attach | None = None) -> Iterator[Store]:
+    """The workspace's run lock: no run resumes a wait while we end it. With `attach`, the
+    claims a wait's end releases are the fleet's, as in a run."""
     busy = "a worker run is active in this workspace; try again when it ends"
-    with workspace_lock(settings, busy), Store(settings.db_path) as store:
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(workspace_lock(settings, busy))
+        store = stack.enter_context(Store(settings.db_path))
+        if attach is not None:
+            stack.enter_context(attach(settings, store))
         yield store
 
 
@@ -98,7 +107,17 @@ def find(settings: Settings, ident: str) -> tuple[Path, WaitState]:
         if state.task_id == ident:
             return path, state
     known = ", ".join(p.stem for p in wait_state_files(settings.wait_states)[:10]) or "none"
-    raise UsageError(f"no wait state {ident!r} (waiting: {known}); see `worker waits list`")
+    raise WaitNotFound(
+        ident, f"no wait state {ident!r} (waiting: {known}); see `worker waits list`"
+    )
+
+
+class WaitNotFound(UsageError):
+    """No wait of that name on this machine (on a fleet, it may wait on another one)."""
+
+    def __init__(self, ident: str, message: str) -> None:
+        super().__init__(message)
+        self.ident = ident
 
 
 def adopt(settings: Settings, ident: str) -> dict[str, Any]:
@@ -177,9 +196,11 @@ def note(
     }
 
 
-def cancel(settings: Settings, ident: str, reason: str = "") -> dict[str, Any]:
+def cancel(
+    settings: Settings, ident: str, reason: str = "", attach: Attach | None = None
+) -> dict[str, Any]:
     """End a wait as cancelled, reported to its source; its notes are consumed."""
-    with _run_lock(settings) as store:
+    with _run_lock(settings, attach) as store:
         path, state = find(settings, ident)
         why = reason or "cancelled by the local user"
         if not end_wait(
@@ -196,13 +217,15 @@ def cancel(settings: Settings, ident: str, reason: str = "") -> dict[str, Any]:
     return {"task_id": state.task_id, "outcome": Outcome.CANCELLED.value, "reason": why}
 
 
-def prune(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
+def prune(
+    settings: Settings, now: datetime | None = None, attach: Attach | None = None
+) -> dict[str, Any]:
     """Expire the waits past their expiry now, and drop intercom folders of tasks that no
     longer wait and were last touched before the expiry period."""
     from worker.waits import phase0
 
     now = now or datetime.now(UTC)
-    with _run_lock(settings) as store:
+    with _run_lock(settings, attach) as store:
         scan = phase0.scan(settings, store, now=now, github=_NoGitHub())
         waiting = {p.stem for p in wait_state_files(settings.wait_states)}
         removed = []
