@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -158,8 +159,6 @@ def test_read_text_reads_any_file_as_path_read_text_does(content: bytes) -> None
     """The idle run compares every wait-state file with its record through `fsutil.read_text`:
     its text (newlines `\\r\\n` and `\\r` read as `\\n`) and its refusal of a file that is
     not UTF-8 are `Path.read_text`'s, for any content."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "wait ét.json"
         path.write_bytes(content)
