@@ -4,6 +4,12 @@
 to `python -c pass` on the same interpreter, measured in the same rounds (interleaved, medians
 of at least 7 runs; see bench/timing.py). Goals: --help <= 3x, dry run <= 5x, status <= 5x.
 
+In the same rounds, the floors of the libraries worker is built on (bench/timing.py):
+`library_floor` imports Typer and pydantic's BaseModel and nothing else; `app_floor` is the
+least Typer app validating one pydantic model, run with the dry run's options. Each command's
+ratio to them is worker's own share; `goals_exceeded_by` names the goals a floor alone misses
+(`--help` imports Typer only, so only the dry run and `status` are held to the floors).
+
     python bench/bench_startup.py [--rounds 7]
 """
 
@@ -17,9 +23,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import ROUNDS, child_env, environment_note, interleaved, summary, worker
+from timing import (
+    APP_FLOOR,
+    LIBRARY_FLOOR,
+    ROUNDS,
+    Sample,
+    child_env,
+    environment_note,
+    interleaved,
+    ratio,
+    summary,
+    worker,
+)
 
 GOALS = {"help": 3.0, "dry_run": 5.0, "status": 5.0}
+ON_PYDANTIC = ("dry_run", "status")  # `--help` imports Typer only
 
 
 def main() -> None:
@@ -37,22 +55,37 @@ def main() -> None:
                 "TERM": "dumb",
             }
         )
+        options = ["--dry-run", "--json", "--workspace", str(empty)]
         commands = {
             "python_c_pass": [sys.executable, "-c", "pass"],
+            "library_floor": [sys.executable, "-c", LIBRARY_FLOOR],
+            "app_floor": [sys.executable, "-c", APP_FLOOR, "run", *options],
             "help": worker("--help"),
-            "dry_run": worker("run", "--dry-run", "--json", "--workspace", str(empty)),
+            "dry_run": worker("run", *options),
             "status": worker("status", "--json", "--workspace", str(empty)),
         }
         samples = interleaved(commands, env, rounds)
-    base = samples["python_c_pass"]
+    print(json.dumps(figures(samples), indent=2))
+
+
+def figures(samples: dict[str, list[Sample]]) -> dict[str, object]:
+    base, floors = samples["python_c_pass"], ("library_floor", "app_floor")
     out: dict[str, object] = {"environment": environment_note()}
     out["python_c_pass"] = summary(base)
+    for floor in floors:
+        out[floor] = summary(samples[floor], base)
     for name, goal in GOALS.items():
-        figures = summary(samples[name], base)
-        figures["goal_ratio"] = goal
-        figures["meets_goal"] = float(figures["ratio_wall"]) <= goal  # type: ignore[arg-type]
-        out[name] = figures
-    print(json.dumps(out, indent=2))
+        row = summary(samples[name], base)
+        for floor in floors:
+            row[f"ratio_to_{floor}"] = ratio(samples[name], samples[floor])
+        row["goal_ratio"] = goal
+        row["meets_goal"] = float(row["ratio_wall"]) <= goal  # type: ignore[arg-type]
+        out[name] = row
+    out["goals_exceeded_by"] = {
+        floor: [name for name in ON_PYDANTIC if ratio(samples[floor], base) > GOALS[name]]
+        for floor in floors
+    }
+    return out
 
 
 if __name__ == "__main__":

@@ -23,6 +23,44 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 7  # the least number of runs a median is taken over
 
+# What the libraries worker is built on cost before any of worker runs, in the environment
+# worker's command line gives itself (pydantic's plugin scan off, worker/cli/__init__.py):
+# importing Typer and pydantic's BaseModel...
+LIBRARY_FLOOR = (
+    "import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+    "import typer\n"
+    "from pydantic import BaseModel\n"
+)
+# ...and the least program on them that does what every worker command does: a Typer app of
+# two commands, one of them run with worker's options, validating one pydantic model (the
+# first model built loads pydantic's plugin machinery, importlib.metadata among it).
+APP_FLOOR = (
+    LIBRARY_FLOOR
+    + """
+from pathlib import Path
+
+
+class Settings(BaseModel):
+    workspace: Path
+
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def run(workspace: Path = Path("."), dry_run: bool = False, json: bool = False) -> None:
+    Settings(workspace=workspace)
+
+
+@app.command()
+def status(workspace: Path = Path("."), json: bool = False) -> None:
+    Settings(workspace=workspace)
+
+
+app()
+"""
+)
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -93,10 +131,17 @@ def summary(samples: list[Sample], baseline: list[Sample] | None = None) -> dict
         "exit_codes": sorted({s.exit_code for s in samples}),
     }
     if baseline is not None:
-        pairs = list(zip(samples, baseline, strict=True))
-        out["ratio_wall"] = round(statistics.median(a.wall_s / b.wall_s for a, b in pairs), 2)
-        out["ratio_cpu"] = round(statistics.median(a.cpu_s / b.cpu_s for a, b in pairs), 2)
+        out["ratio_wall"] = ratio(samples, baseline)
+        out["ratio_cpu"] = ratio(samples, baseline, cpu=True)
     return out
+
+
+def ratio(samples: list[Sample], baseline: list[Sample], cpu: bool = False) -> float:
+    """The median of the ratios of wall (or CPU) time, round by round."""
+    pairs = zip(samples, baseline, strict=True)
+    if cpu:
+        return round(statistics.median(a.cpu_s / b.cpu_s for a, b in pairs), 2)
+    return round(statistics.median(a.wall_s / b.wall_s for a, b in pairs), 2)
 
 
 def worker(*args: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from worker.config import load_settings
 from worker.errors import LockHeld
-from worker.fsutil import atomic_write_text, json_files
+from worker.fsutil import atomic_write_text, json_files, read_text
 from worker.locking import workspace_lock
 from worker.platform.names import portable_name, reserved, valid_on_windows
 from worker.sources.fallback import run_checks
@@ -137,3 +138,28 @@ try:
 except LockHeld:
     print("held")
 """
+
+
+def _path_read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return "<not UTF-8>"
+
+
+def _fast_read_text(path: Path) -> str:
+    try:
+        return read_text(path)
+    except UnicodeDecodeError:
+        return "<not UTF-8>"
+
+
+@given(st.binary(max_size=300) | st.text(alphabet="ab\r\né", max_size=40).map(str.encode))
+def test_read_text_reads_any_file_as_path_read_text_does(content: bytes) -> None:
+    """The idle run compares every wait-state file with its record through `fsutil.read_text`:
+    its text (newlines `\\r\\n` and `\\r` read as `\\n`) and its refusal of a file that is
+    not UTF-8 are `Path.read_text`'s, for any content."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "wait ét.json"
+        path.write_bytes(content)
+        assert _fast_read_text(path) == _path_read_text(path)

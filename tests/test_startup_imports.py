@@ -67,15 +67,64 @@ NEVER_IN_A_DRY_RUN = (
 
 def _dry_run_modules(ws: Path) -> set[str]:
     """Every module (and package) loaded by `worker run --dry-run --json` in `ws`."""
+    return _modules_of(ws, "run", "--dry-run", "--json")
+
+
+def _modules_of(ws: Path, *argv: str) -> set[str]:
+    """Every module (and package) loaded by `worker ARGV --workspace WS`."""
     code = (
         "import sys\n"
         "from worker.cli.app import app\n"
-        f"sys.argv = ['worker', 'run', '--dry-run', '--json', '--workspace', {str(ws)!r}]\n"
+        f"sys.argv = ['worker', *{argv!r}, '--workspace', {str(ws)!r}]\n"
         "try:\n    app()\nexcept SystemExit:\n    pass\n"
         "print(' '.join(sys.modules))\n"
     )
     names = _modules_after(code).split()
     return set(names) | {name.split(".")[0] for name in names}
+
+
+# What only work needs: the process layer (worker.proc, its bounded reads) and git's helpers,
+# for the maintenance checks, an agent, or a worktree a dead run left behind.
+ONLY_WITH_WORK = ("worker.proc", "worker.boundedio", "worker.gitsafe", "worker.workspace_git")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("run", "--json"), ("run", "--dry-run", "--json"), ("status", "--json")],
+    ids=["idle run", "dry run", "status"],
+)
+def test_nothing_to_do_needs_neither_the_process_layer_nor_git(
+    workspace: Path, argv: tuple[str, ...]
+) -> None:
+    """An idle run (the maintenance task not due), a dry run and `status` in a repository
+    with nothing to do import no process layer, no git helper, no Rich and no xml.sax."""
+    git(workspace, "init", "-q")
+    (workspace / "worker.toml").write_text("[fallback]\nenabled = false\n")
+    loaded = _modules_of(workspace, *argv)
+    assert "worker.kernel.snapshot" in loaded  # it did look at the sources
+    assert sorted(loaded.intersection((*ONLY_WITH_WORK, "rich", "xml.sax"))) == []
+
+
+def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path) -> None:
+    """The inbox message, wait state, note, order file and the model classifier's answer are
+    pydantic models built at their first use (`defer_build`), which a dry run and `status`
+    with nothing to do never reach; the settings are built and validated."""
+    code = (
+        "import sys\n"
+        "from worker.cli.app import app\n"
+        "for argv in (['run', '--dry-run', '--json'], ['status', '--json']):\n"
+        f"    sys.argv = ['worker', *argv, '--workspace', {str(workspace)!r}]\n"
+        "    try:\n        app()\n    except SystemExit:\n        pass\n"
+        "from worker.config import Settings\n"
+        "from worker.kernel.control import OrderFile\n"
+        "from worker.kernel.replies import _ModelAnswer\n"
+        "from worker.sources.message import Message\n"
+        "from worker.waits.intercom import Note\n"
+        "from worker.waits.state import WaitContext, WaitState\n"
+        "models = [Settings, OrderFile, _ModelAnswer, Message, Note, WaitContext, WaitState]\n"
+        "print([m.__name__ for m in models if m.__pydantic_complete__])\n"
+    )
+    assert _modules_after(code) == "['Settings']"
 
 
 def test_a_dry_run_in_a_fresh_repository_imports_only_what_it_uses(workspace: Path) -> None:
@@ -141,3 +190,37 @@ def test_children_get_the_environment_worker_started_with() -> None:
         )
     )
     assert _modules_after(code, env) == "__all__ None []"
+
+
+def _gc_after(ws: Path, entry: str) -> str:
+    """Run `worker run --dry-run --json` in `ws` through `entry` (`main`, the program, or `app`,
+    as a program importing worker calls it); print the collections seen with nothing frozen yet
+    once worker started, whether start-up was frozen, and whether the thresholds are back."""
+    code = (
+        "import atexit, gc, sys\n"
+        f"from worker.cli.app import {entry} as entry\n"
+        "usual = gc.get_threshold()\n"
+        "early = []\n"
+        "gc.callbacks.append(lambda phase, info: early.append(1)\n"
+        "                    if phase == 'start' and not gc.get_freeze_count() else None)\n"
+        "atexit.register(lambda: print(len(early), gc.get_freeze_count() > 0,\n"
+        "                              gc.get_threshold() == usual, gc.isenabled()))\n"
+        f"sys.argv = ['worker', 'run', '--dry-run', '--json', '--workspace', {str(ws)!r}]\n"
+        "entry()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_the_program_collects_no_garbage_while_it_starts_and_freezes_what_it_built(
+    workspace: Path,
+) -> None:
+    """worker's program runs no cycle collection from its start to its settings loaded (the
+    classes and schemas it builds live as long as it), freezes them, then collects as usual;
+    a program calling worker's `app` keeps its own collector as it was."""
+    assert _gc_after(workspace, "main") == "0 True True True"
+    early, frozen, usual, enabled = _gc_after(workspace, "app").split()
+    assert int(early) > 0 and (frozen, usual, enabled) == ("False", "True", "True")

@@ -43,6 +43,31 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def read_bytes(path: Path | str) -> bytes:
+    """A whole file through the plain system calls: no `Path`, no buffered file object (the
+    idle run reads every inbox message and every wait state this way)."""
+    fd = os.open(path, _O_READ)
+    try:
+        raw = os.read(fd, _CHUNK)
+        # Until end of file: a short read is not the end on every file system (FUSE, SMB).
+        while chunk := os.read(fd, _CHUNK):
+            raw += chunk
+        return raw
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path | str) -> str:
+    """A UTF-8 text file as `Path.read_text` reads it (universal newlines: `\\r\\n` and `\\r`
+    become `\\n`), at half its cost; OSError or UnicodeDecodeError as it raises them."""
+    text = read_bytes(path).decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_CHUNK = 1 << 16
+
+
 def json_files(folder: Path) -> list[Path]:
     """The `*.json` files of a folder (not hidden, not temporary), sorted; [] if it is missing."""
     try:

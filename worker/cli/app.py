@@ -11,6 +11,7 @@ from typer.core import TyperCommand, TyperGroup
 from typer.main import get_group
 
 from worker import __version__
+from worker.cli.common import collect_rarely
 from worker.errors import ExitCode, WorkerError
 
 # Every command: the module that registers it, and the first paragraph of its help, which
@@ -174,6 +175,7 @@ def _root(
 
 def main() -> None:
     """Console entry point: WorkerError becomes a message on stderr and its exit code."""
+    collect_rarely()  # until the command has its settings (worker/cli/common.py)
     try:
         app()
     except WorkerError as exc:

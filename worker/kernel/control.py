@@ -45,7 +45,8 @@ _WORDS = {f"/{order.value}": order for order in Order}
 class OrderFile(BaseModel):
     """The file `worker cancel` writes."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Built on first use, not at import: a run finds an order file on rare occasions.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     schema_version: int = Field(SCHEMA_VERSION, alias="schemaVersion")
     id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")

@@ -175,7 +175,8 @@ def _strip_quotes(text: str) -> str:
 
 
 class _ModelAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use, not at import: only the model classifier reads one.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     signal: Signal
     confidence: float = Field(ge=0.0, le=1.0)

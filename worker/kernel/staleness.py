@@ -19,7 +19,6 @@ from worker.config import Settings
 from worker.kernel.model import StaleItem
 from worker.sources import inbox
 from worker.store import Store
-from worker.workspace_git import branch_name, changed_files, finish_worktree
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +28,19 @@ def find(settings: Settings, store: Store, now: float | None = None) -> list[Sta
     items = [
         StaleItem("claim", claim["task_id"], "LEASE_EXPIRED") for claim in store.expired_claims(now)
     ]
+    left = worktrees(settings)
+    if not left:
+        return items
+    # git's helpers (and the process layer under them) only when a worktree was left behind.
+    from worker.workspace_git import branch_name, changed_files
+
     live = {
         branch_name(row["task_id"]).split("/", 1)[1]
         for row in store.db.execute(
             "SELECT task_id FROM claims WHERE state = 'active' AND lease_until > ?", (now,)
         )
     }
-    for path in worktrees(settings):
+    for path in left:
         if path.name in live:
             continue
         items.append(
@@ -72,6 +77,8 @@ def _nothing(claim: dict[str, Any]) -> None:
 
 def clean_worktree(settings: Settings, path: Path) -> str:
     """Commit what the worktree holds to its branch, then remove it; keep it on any doubt."""
+    from worker.workspace_git import finish_worktree  # see find()
+
     try:
         committed = finish_worktree(
             settings.workspace, path, f"worker: work left in {path.name} by a run that ended"

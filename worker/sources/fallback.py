@@ -15,7 +15,6 @@ from pathlib import Path
 from worker.config import Settings
 from worker.models import Task, TaskResult
 from worker.platform.shell import shell_command
-from worker.proc import child_env, run_process
 from worker.sources.base import Listing, Skipped
 from worker.store import Store
 
@@ -56,6 +55,9 @@ def maintenance_commands(settings: Settings) -> list[str]:
 def run_checks(
     commands: list[str], cwd: Path, timeout_s: float, log_dir: Path | None
 ) -> list[CheckResult]:
+    # The process layer only when the checks run, not for each run that lists the task.
+    from worker.proc import child_env, run_process
+
     results = []
     for number, command in enumerate(commands, start=1):
         argv, variables = shell_command(command)  # /bin/sh, or cmd.exe on Windows

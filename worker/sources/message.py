@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker.errors import describe_validation
-from worker.fsutil import atomic_write_text
+from worker.fsutil import atomic_write_text, read_bytes
 from worker.platform.names import portable_name
 
 _CACHE_MAX_AGE_S = 2.0
@@ -33,7 +33,8 @@ PRIORITY_WORDS = tuple(_PRIORITY_WORDS)  # the words a priority may be given in
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # Built on first use, not at import: an idle run parses no message (none is for us).
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     id: str = Field(min_length=1, max_length=200)
     sender: str = Field(alias="from", min_length=1)
@@ -128,7 +129,7 @@ def _read_addressed(folder: Path, machine_id: str) -> list[InboxEntry]:
                     others.append(InboxEntry(folder / name, None, _NOT_A_MESSAGE))
                 continue
             try:
-                raw = _read_bytes(entry.path)
+                raw = read_bytes(entry.path)
             except FileNotFoundError:
                 continue  # taken by another run meanwhile
             except OSError as exc:
@@ -149,22 +150,6 @@ def _read_addressed(folder: Path, machine_id: str) -> list[InboxEntry]:
     return others + found
 
 
-def _read_bytes(path: str) -> bytes:
-    """A whole file through the plain system calls: no `Path`, no buffered file object (a
-    large inbox is mostly this loop)."""
-    fd = os.open(path, _O_READ)
-    try:
-        raw = os.read(fd, _CHUNK)
-        # Until end of file: a short read is not the end on every file system (FUSE, SMB).
-        while chunk := os.read(fd, _CHUNK):
-            raw += chunk
-        return raw
-    finally:
-        os.close(fd)
-
-
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
-_CHUNK = 1 << 16
 _NOT_A_MESSAGE = "not a message: a message is a JSON file named *.json"
 _NOT_JSON = "not JSON: a message is one JSON object"
 # Files a sync client or an editor is still writing: theirs, not ours to move.

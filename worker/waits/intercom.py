@@ -31,7 +31,8 @@ Kind = Literal["message", "approval", "rejection"]
 
 class Note(BaseModel):
     # Unknown keys are kept (a hand-written note may carry more); known keys are validated.
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # Built on first use, not at import: most runs read no note.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     schema_version: int = NOTE_SCHEMA_VERSION
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12], min_length=1)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.errors import MalformedInput
-from worker.fsutil import atomic_write_text, quarantine
+from worker.fsutil import atomic_write_text, quarantine, read_text
 from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import (
@@ -144,7 +144,7 @@ def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | 
         return None, problem
     state = WaitState.model_validate_json(text)
     try:
-        actual = path.read_text(encoding="utf-8")
+        actual = read_text(path)
     except (OSError, UnicodeDecodeError):
         actual = None
     if actual != text:

@@ -30,7 +30,8 @@ SCHEMA_VERSION = 1
 
 
 class WaitContext(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # Built on first use, not at import (as WaitState): a run with no waits reads none.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     mode: str
     model: str
@@ -39,7 +40,7 @@ class WaitContext(BaseModel):
 
 
 class WaitState(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     task_id: str = Field(alias="taskId", min_length=1)
     timestamp: datetime
