@@ -91,6 +91,7 @@ def test_memoised_signatures_are_the_plain_ones(text: str) -> None:
             None if len(SPACE.sub(" ", text).strip()) < 3 else SPACE.sub(" ", text).strip()
         )
         assert error_signature(text) == signals._blur(signals.error_head(text))
+        assert signals.result_signature(text) == signals._blur(signals._TAG.sub("", text[:2000]))
         assert failure_class(text) == signals._failure_class.__wrapped__(text[:1000])
 
 

@@ -161,7 +161,7 @@ def error_signature(text: str | None) -> str:
 def result_signature(text: str | None, limit: int = 2000) -> str:
     """What makes two CLI errors "the same": the whole text (its first `limit` characters),
     with ids, paths, numbers and timestamps blurred."""
-    return _blur(_TAG.sub("", (text or "")[:limit]))
+    return _blurred(_TAG.sub("", (text or "")[:limit]))
 
 
 def answer_signature(text: str | None, limit: int = 2000) -> str:
@@ -187,7 +187,7 @@ def _blur(text: str) -> str:
     return _SPACE.sub(" ", _DIGITS.sub("#", text)).strip()
 
 
-_blurred = lru_cache(maxsize=_MEMO)(_blur)  # an error head is at most 300 characters
+_blurred = lru_cache(maxsize=_MEMO)(_blur)  # for capped texts: error heads, CLI errors
 
 
 def failure_class(text: str | None) -> str:
