@@ -246,7 +246,6 @@ def test_the_agent_editing_worker_toml_and_the_modes_changes_nothing(
     assert "bypassPermissions" not in second and "acceptEdits" in second
 
 
-
 HOOK = '#!/bin/sh\nenv > "{dump}-$$"\n'
 
 

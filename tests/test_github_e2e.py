@@ -30,7 +30,6 @@ def server(fake_github: FakeGitHub) -> FakeGitHub:
     return fake_github
 
 
-
 @pytest.fixture
 def repo_workspace(tmp_path: Path, server: FakeGitHub) -> Path:
     """A git workspace whose `origin` is a local bare repository, configured for the server."""

@@ -48,7 +48,6 @@ def test_the_host_comes_from_the_api_address() -> None:
     assert git_host(enterprise) == "git.example.com"
 
 
-
 def test_a_planted_pre_push_hook_does_not_run_on_worker_push(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -150,4 +150,3 @@ def test_reviewers_are_a_step_of_their_own_with_their_time_and_cost_apart(
     assert re.search(r"reviewers: 1 ran in \d+\.\ds, \$0\.0200", text)
     assert re.search(r"reviewers: \d+\.\ds, \$0\.0200 \(apart from the task's\)", text)
     assert len(fake_claude.task_calls) == 2 and "$0.0100" in text
-

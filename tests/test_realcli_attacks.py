@@ -32,7 +32,6 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
 
 
-
 def write(path: Path, content: str) -> Any:
     return tool_use("Write", {"file_path": str(path), "content": content})
 
@@ -164,7 +163,6 @@ def test_the_agent_cannot_change_worker_toml_or_the_modes(
     calls = len(claude_api.conversation_requests())
     assert run(workspace, claude_api)["outcome"] == "idle"
     assert len(claude_api.conversation_requests()) == calls
-
 
 
 def test_a_hook_and_a_filter_planted_in_git_never_see_a_token(

@@ -33,7 +33,6 @@ real_cli("claude", module=True)
 pytestmark = pytest.mark.slow
 
 
-
 def report_of(done: Any) -> dict[str, Any]:
     assert done.stdout.strip(), done.stderr
     return json.loads(done.stdout)

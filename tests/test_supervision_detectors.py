@@ -169,7 +169,7 @@ def test_error_signatures_blur_numbers_but_keep_the_error() -> None:
 
 PTH_NOISE = (
     "Error processing line 1 of /opt/env/lib/python3.9/site-packages/distutils-precedence.pth:\n"
-    "\n  Traceback (most recent call last):\n    File \"<string>\", line 1, in <module>\n"
+    '\n  Traceback (most recent call last):\n    File "<string>", line 1, in <module>\n'
     "  ModuleNotFoundError: No module named '_distutils_hack'\n\nRemainder of file ignored\n"
 )
 
@@ -179,7 +179,7 @@ def test_a_traceback_is_named_by_its_last_line_and_site_noise_is_not_the_error()
     the .pth warning Python prints before every start in a broken environment (seen in real
     SWE-bench runs) is not the command's error."""
     one = "Traceback (most recent call last):\n  File \"a.py\", line 3\nKeyError: 'x'"
-    two = "Traceback (most recent call last):\n  File \"a.py\", line 9\nTypeError: bad"
+    two = 'Traceback (most recent call last):\n  File "a.py", line 9\nTypeError: bad'
     assert error_signature(one) != error_signature(two)
     assert error_head(PTH_NOISE + "usage: pylint [options]") == "usage: pylint [options]"
     assert error_signature(PTH_NOISE + "E: one") != error_signature(PTH_NOISE + "F: other")

@@ -153,8 +153,10 @@ def load_settings(
         check_locations(settings)
     except ConfigError as exc:  # say where the folder was set
         where = (
-            "WORKER_INBOX" if "WORKER_INBOX" in env
-            else str(config_path) if file_keys & {"inbox_dir", "state_dir"}
+            "WORKER_INBOX"
+            if "WORKER_INBOX" in env
+            else str(config_path)
+            if file_keys & {"inbox_dir", "state_dir"}
             else "the environment"
         )
         raise ConfigError(f"{where}: {exc}") from exc

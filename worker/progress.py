@@ -29,7 +29,8 @@ _WRITES = ("edit", "write", "replace", "patch", "file_change")
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE run_progress (
             run_id INTEGER PRIMARY KEY,
@@ -56,7 +57,7 @@ def _v1(db: sqlite3.Connection) -> None:
             files TEXT NOT NULL DEFAULT '[]',
             PRIMARY KEY (run_id, seq)
         );
-        """
+        """,
     )
 
 

@@ -37,7 +37,8 @@ def script(db: sqlite3.Connection, sql: str) -> None:
 
 
 def _core_v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -103,7 +104,7 @@ def _core_v1(db: sqlite3.Connection) -> None:
             value TEXT NOT NULL,
             updated_at REAL NOT NULL
         );
-        """
+        """,
     )
 
 

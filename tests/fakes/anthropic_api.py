@@ -131,8 +131,11 @@ class AnthropicAPI:
         self._always = reply
 
     def conversation_requests(self) -> list[dict[str, Any]]:
-        return [r.body for r in self.requests if r.path.startswith("/v1/messages")
-                and is_conversation(r.body)]
+        return [
+            r.body
+            for r in self.requests
+            if r.path.startswith("/v1/messages") and is_conversation(r.body)
+        ]
 
     def env(self, home: str) -> dict[str, str]:
         """The environment a real `claude` needs to talk only to this server."""

@@ -20,7 +20,8 @@ STATE_KEYS = ("current_good_rev", "candidate_rev", "last_failure_reason")
 
 
 def _daemon_v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE supervisor_revisions (
             revision TEXT PRIMARY KEY,
@@ -47,7 +48,7 @@ def _daemon_v1(db: sqlite3.Connection) -> None:
             reason TEXT NOT NULL DEFAULT ''
         );
         CREATE INDEX supervisor_events_at ON supervisor_events(at);
-        """
+        """,
     )
 
 

@@ -9,7 +9,8 @@ from worker.store import Store, script
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE kernel_paused (
             task_id TEXT PRIMARY KEY,
@@ -25,7 +26,7 @@ def _v1(db: sqlite3.Connection) -> None:
             action TEXT NOT NULL,
             at REAL NOT NULL
         );
-        """
+        """,
     )
 
 

@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE notify_outbox (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -41,7 +42,7 @@ def _v1(db: sqlite3.Connection) -> None:
             text TEXT NOT NULL,
             result TEXT NOT NULL
         );
-        """
+        """,
     )
 
 

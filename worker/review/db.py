@@ -16,7 +16,8 @@ TASK_LOG_KEEP = 100
 
 
 def _review_v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE review_counters (key TEXT PRIMARY KEY, value REAL NOT NULL);
         CREATE TABLE review_reviewers (
@@ -77,7 +78,7 @@ def _review_v1(db: sqlite3.Connection) -> None:
             ok_uses INTEGER NOT NULL DEFAULT 0,
             last_task TEXT
         );
-        """
+        """,
     )
 
 

@@ -175,9 +175,7 @@ class InboxSource:
         for claim in self.store.expired_claims():
             if claim["source"] != self.name or not self._holds(claim):
                 continue
-            if self.store.recover_claim(
-                claim["task_id"], lambda row: give_back(self.root, row)
-            ):
+            if self.store.recover_claim(claim["task_id"], lambda row: give_back(self.root, row)):
                 recovered.append(claim["task_id"])
                 log.warning("inbox: lease of %s expired; it is available again", claim["task_id"])
         return recovered

@@ -27,7 +27,8 @@ UNSIGNED = "NOTE_UNSIGNED"
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE authored (
             digest TEXT PRIMARY KEY,
@@ -35,7 +36,7 @@ def _v1(db: sqlite3.Connection) -> None:
             os_user TEXT NOT NULL,
             at REAL NOT NULL
         );
-        """
+        """,
     )
 
 

@@ -42,7 +42,8 @@ class WaitCode(StrEnum):
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE wait_checks (
             key TEXT PRIMARY KEY,
@@ -61,14 +62,15 @@ def _v1(db: sqlite3.Connection) -> None:
             detail TEXT NOT NULL DEFAULT ''
         );
         CREATE INDEX wait_log_task ON wait_log(task_id);
-        """
+        """,
     )
 
 
 def _v2(db: sqlite3.Connection) -> None:
     """worker's record of every live wait state (`worker.waits.record`), by file name. A
     database that has seen waits before (an upgrade) adopts the files present once."""
-    script(db,
+    script(
+        db,
         """
         CREATE TABLE wait_records (
             file TEXT PRIMARY KEY,
@@ -79,7 +81,7 @@ def _v2(db: sqlite3.Connection) -> None:
         CREATE TABLE wait_records_seed (pending INTEGER NOT NULL);
         INSERT INTO wait_records_seed SELECT 1
             WHERE EXISTS (SELECT 1 FROM wait_log) OR EXISTS (SELECT 1 FROM wait_checks);
-        """
+        """,
     )
 
 
