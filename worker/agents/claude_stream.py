@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from worker.agents.jsonl import as_int, as_str, loads, tool_call, tool_result
+from worker.agents.jsonl import as_int, as_str, loads, tool_call, tool_result, usage_event
 from worker.models import AgentEvent, EventKind, InfraFailure, InfraKind
 
 # The CLI's usage-limit text: "You've hit your limit · resets 1pm (Europe/Paris)".
@@ -185,50 +185,52 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
     if not isinstance(message, dict):
         return [AgentEvent(EventKind.OTHER, index, raw_type=role)]
     content = message.get("content")
-    events: list[AgentEvent] = []
     if isinstance(content, str):
-        if role == "assistant" and content:
-            events.append(AgentEvent(_TEXT, index, text=content, raw_type=role))
-        return events
-    for block in content if isinstance(content, list) else []:
+        return (
+            [AgentEvent(_TEXT, index, text=content, raw_type=role)]
+            if role == "assistant" and content
+            else []
+        )
+    events: list[AgentEvent] = []
+    assistant = role == "assistant"
+    for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
-        if btype == "text" and role == "assistant":
-            events.append(AgentEvent(_TEXT, index, text=str(block.get("text", "")), raw_type=role))
-        elif btype == "tool_use":
-            tool, tool_id = as_str(block.get("name")), as_str(block.get("id"))
+        if btype == "tool_use":
+            tool, tool_id = block.get("name"), block.get("id")
+            tool = tool if isinstance(tool, str) else None  # as_str, inlined (as below)
+            tool_id = tool_id if isinstance(tool_id, str) else None
             events.append(tool_call(index, tool, tool_id, block.get("input"), role))
         elif btype == "tool_result":
             failed = bool(block.get("is_error"))
-            text = _content_text(block.get("content"))
+            text = block.get("content")
+            text = text if isinstance(text, str) else _content_text(text)
+            tool_id = block.get("tool_use_id")
+            tool_id = tool_id if isinstance(tool_id, str) else None
             error = text[:500] if failed else None
-            tool_id = as_str(block.get("tool_use_id"))
             events.append(
                 tool_result(index, tool_id, failed=failed, output=text, error=error, raw_type=role)
             )
+        elif btype == "text" and assistant:
+            events.append(AgentEvent(_TEXT, index, text=str(block.get("text", "")), raw_type=role))
     usage = message.get("usage")
-    if role == "assistant" and isinstance(usage, dict):
-        events.append(
-            AgentEvent(
-                _USAGE,
-                index,
-                model=as_str(message.get("model")),
-                input_tokens=_context_tokens(usage),
-                output_tokens=as_int(usage.get("output_tokens")),
-                raw_type=role,
-            )
-        )
+    if assistant and isinstance(usage, dict):
+        model, output = message.get("model"), usage.get("output_tokens")
+        model = model if isinstance(model, str) else None
+        output = output if output.__class__ is int else as_int(output)
+        events.append(usage_event(index, model, _context_tokens(usage), output, role))
     return events
 
 
 def _context_tokens(usage: dict[str, Any]) -> int:
     """The prompt size of a turn: fresh input plus cache writes plus cache reads."""
-    return (
-        as_int(usage.get("input_tokens"))
-        + as_int(usage.get("cache_creation_input_tokens"))
-        + as_int(usage.get("cache_read_input_tokens"))
-    )
+    fresh = usage.get("input_tokens", 0)
+    written = usage.get("cache_creation_input_tokens", 0)
+    read = usage.get("cache_read_input_tokens", 0)
+    if fresh.__class__ is written.__class__ is read.__class__ is int:
+        return fresh + written + read  # the common case, without three calls of as_int
+    return as_int(fresh) + as_int(written) + as_int(read)
 
 
 def _content_text(content: Any) -> str:

@@ -7,15 +7,19 @@ that their caps are the same whichever agent ran.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from worker.models import AgentEvent, EventKind
 
 # Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
 # cost of a global, and every tool call and result of a stream is built here.
-_TOOL_CALL, _TOOL_RESULT = EventKind.TOOL_CALL, EventKind.TOOL_RESULT
-# AgentEvent's fields from input_tokens to resets_at, which a tool call or result leaves unset.
-_NO_USAGE = (None,) * 7
+_TOOL_CALL, _TOOL_RESULT, _USAGE = EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.USAGE
+# An AgentEvent from a tuple of all its fields in order, in one C call: the NamedTuple's own
+# __new__ is a Python function of 18 keywords (_make another), and a stream's events are built
+# here. A test holds each builder to the keyword form.
+new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, AgentEvent)
 # json.loads wraps the decoder in a type check and two whitespace matches, 40% of the time of
 # a typical stream line; a stripped line needs neither.
 _RAW_DECODE = json.JSONDecoder().raw_decode
@@ -36,10 +40,15 @@ def parse(line: str) -> dict[str, Any] | str | None:
     line = line.strip()
     if not line:
         return None
-    try:
-        obj = loads(line)
-    except json.JSONDecodeError as exc:
-        return f"not JSON: {exc.msg}"
+    try:  # loads(line), inlined: every line of a transcript comes here
+        obj, end = _RAW_DECODE(line)
+    except ValueError:
+        end = -1
+    if end != len(line):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return f"not JSON: {exc.msg}"
     return obj if isinstance(obj, dict) else "not a JSON object"
 
 
@@ -72,10 +81,13 @@ def tool_call(
     index: int, tool: str | None, tool_id: str | None, args: Any, raw_type: str
 ) -> AgentEvent:
     """A tool call; arguments that are not a JSON object are left out."""
-    # By position, in AgentEvent's field order: half the time of a keyword call, and every
-    # tool call of a stream is built here.
-    head = (_TOOL_CALL, index, None, None, None, tool, tool_id, as_dict(args), False, None)
-    return AgentEvent._make((*head, *_NO_USAGE, raw_type))
+    args = args if isinstance(args, dict) else {}
+    # fmt: off
+    return new_event((  # AgentEvent's fields in order: see new_event
+        _TOOL_CALL, index, None, None, None, tool, tool_id, args, False, None,
+        None, None, None, None, None, None, None, raw_type,
+    ))
+    # fmt: on
 
 
 def tool_result(
@@ -88,5 +100,21 @@ def tool_result(
     raw_type: str,
 ) -> AgentEvent:
     """A tool's result: its output (capped), and its error when it failed."""
-    head = (_TOOL_RESULT, index, None, None, output[:2000], None, tool_id, None, failed, error)
-    return AgentEvent._make((*head, *_NO_USAGE, raw_type))  # by position, as in tool_call
+    # fmt: off
+    return new_event((
+        _TOOL_RESULT, index, None, None, output[:2000], None, tool_id, None, failed, error,
+        None, None, None, None, None, None, None, raw_type,
+    ))
+    # fmt: on
+
+
+def usage_event(
+    index: int, model: str | None, input_tokens: int, output_tokens: int, raw_type: str
+) -> AgentEvent:
+    """A turn's usage: the model, the context size (input_tokens) and the output tokens."""
+    # fmt: off
+    return new_event((
+        _USAGE, index, None, model, None, None, None, None, False, None,
+        input_tokens, output_tokens, None, None, None, None, None, raw_type,
+    ))
+    # fmt: on
