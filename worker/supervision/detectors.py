@@ -71,8 +71,8 @@ class StreamDetectors:
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         self._exempt: dict[str, bool] = {}
         self._in_turn = False
-        # tool_id -> (tool, canonical args, seq, line, writes files) of the call
-        self._calls: dict[str, tuple[str, str, int, int, bool]] = {}
+        # tool_id -> (tool, canonical args, "tool args", seq, line, writes files) of the call
+        self._calls: dict[str, tuple[str, str, str, int, int, bool]] = {}
         self._known = Knowledge()
         self._cli = CliErrors()
         self._reject = Rejections()
@@ -92,70 +92,79 @@ class StreamDetectors:
         self._stall_start = (0, 0)
         self._window_names: tuple[str | None, ...] = ()
         self._window = settings.default_context_window
+        # One dict lookup per event instead of a chain of comparisons.
+        self._on_kind = {
+            _TOOL_CALL: self._on_call,
+            _TOOL_RESULT: self._on_result,
+            _TEXT: self._on_text,
+            _USAGE: self._on_usage,
+            _SESSION: self._on_session,
+            _ERROR: self._on_cli_error,
+            _RESULT: self._on_end,
+            _OTHER: self._on_other,
+        }
 
     def observe(self, event: AgentEvent) -> list[Anomaly]:
         """Feed one event; return the anomalies it completes (often none)."""
         self.seq += 1
         kind = event.kind
-        if kind in _ASSISTANT and not self._in_turn:
+        found: list[Anomaly] = []
+        if not self._in_turn and kind in _ASSISTANT:
             self._in_turn = True
-            found = self._new_turn(event)
-        else:
-            found = []
-        if kind is _TOOL_CALL:
-            self._on_call(event, found)
-        elif kind is _TOOL_RESULT:
-            self._in_turn = False
-            self._on_result(event, found)
-        elif kind is _TEXT:
-            self._on_text(event, found)
-        elif kind is _USAGE:
-            self._on_usage(event, found)
-        elif kind is _SESSION:
-            self._cli.new_session()
-            if event.model:
-                self.model = self.session_model = event.model
-        elif kind is _ERROR or (kind is _RESULT and event.is_error):
-            self._on_cli_error(event, found)
-        elif kind is _OTHER and event.raw_type == "user" and event.text:
-            self._on_user_text(event, found)
+            self._new_turn(event, found)
+        on_kind = self._on_kind.get(kind)
+        if on_kind is not None:
+            on_kind(event, found)
         return found
 
     # -- per kind -------------------------------------------------------------------------
 
-    def _new_turn(self, event: AgentEvent) -> list[Anomaly]:
+    def _new_turn(self, event: AgentEvent, found: list[Anomaly]) -> None:
         self.turn += 1
         self._since_progress += 1
         if self._since_progress == 1:
             self._stall_start = (self.seq, event.index)
         if self._since_progress < self.s.stall_turns:
-            return []
-        start, line = self._stall_start
-        return [
-            self._sighting(
-                "stall",
-                WARN,
-                "turns",
-                (start, line),
-                self._since_progress,
-                {"turns": self._since_progress},
-            )
-        ]
+            return
+        turns = self._since_progress
+        found.append(
+            self._sighting("stall", WARN, "turns", self._stall_start, turns, {"turns": turns})
+        )
+
+    def _on_session(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        self._cli.new_session()
+        if event.model:
+            self.model = self.session_model = event.model
+
+    def _on_end(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        if event.is_error:
+            self._on_cli_error(event, found)
+
+    def _on_other(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        if event.raw_type == "user" and event.text:
+            self._on_user_text(event, found)
 
     def _on_call(self, event: AgentEvent, found: list[Anomaly]) -> None:
         tool = event.tool or "unknown"
         args = canonical_args(event.args, self._volatile)
         writes = tool in self._progress_tools or shell_writes(event.args)
         if event.tool_id:
-            self._calls[event.tool_id] = (tool, args, self.seq, event.index, writes)
+            self._calls[event.tool_id] = (
+                tool,
+                args,
+                f"{tool} {args}",
+                self.seq,
+                event.index,
+                writes,
+            )
 
     def _loop(
-        self, tool: str, args: str, answer: str, at: tuple[int, int], found: list[Anomaly]
+        self, tool: str, args: str, answer: str, seq: int, line: int, found: list[Anomaly]
     ) -> None:
         # An identical call is a loop only when its result is identical too, or an error
         # (OpenHands compares action and observation): polling a CI run until its state
         # changes is progress.
-        count = self._call.push((tool, args, answer), at[0], at[1])
+        count = self._call.push((tool, args, answer), seq, line)
         limit = self._threshold("loop", tool)
         if limit is not None and count >= limit.warn:
             found.append(
@@ -170,35 +179,38 @@ class StreamDetectors:
             )
 
     def _on_result(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        self._in_turn = False
         # A pattern of results starts at the call of its first result.
-        tool, args, seq, line, writes = self._calls.pop(
-            event.tool_id or "", ("unknown", "{}", self.seq, event.index, False)
-        )
-        at = [seq, line]
+        call = self._calls.pop(event.tool_id or "", None)
+        if call is None:
+            call = ("unknown", "{}", "unknown {}", self.seq, event.index, False)
+        tool, args, key, seq, line, writes = call
         self._cli.worked()
         if self._is_exempt(tool):
             return
         failed = event.is_error
-        error = event.error or event.text
-        cls = failure_class(error) if failed else None
         if failed:
+            error = event.error or event.text
+            cls = failure_class(error)
             self.tool_failures += 1
-            self._repeated_error(tool, args, error, cls, at, found)
+            self._repeated_error(tool, args, error, cls, seq, line, found)
             answer = "<error>"
         else:
+            cls = None
             if self._fail.key is not None and self._fail.key[0] == tool:
                 self._fail.reset()  # the agent got past that failure
             answer = answer_signature(event.text)
-            self._on_success(tool, args, answer, writes)
-        self._loop(tool, args, answer, (seq, line), found)
-        self._oscillation(tool, args, failed, at, found)
-        self._results.append((tool, cls, at[0], at[1], self.turn))
-        self._cascades(found)
+            self._on_success(key, answer, writes)
+        self._loop(tool, args, answer, seq, line, found)
+        self._oscillation(tool, key, failed, seq, line, found)
+        self._results.append((tool, cls, seq, line, self.turn))
+        if failed:  # a success leaves no failure in the window (_on_success): no cascade
+            self._cascades(found)
 
-    def _on_success(self, tool: str, args: str, answer: str, writes: bool) -> None:
+    def _on_success(self, key: str, answer: str, writes: bool) -> None:
         if writes:
             self.progress += 1
-        if self._known.learn(f"{tool} {args}", answer) or writes:
+        if self._known.learn(key, answer) or writes:
             self._since_progress = 0
             self._reject.reset()
         # A cascade forgets the failures before a success: the agent got going again.
@@ -232,10 +244,11 @@ class StreamDetectors:
         args: str,
         error: str | None,
         cls: str | None,
-        at: list[int],
+        seq: int,
+        line: int,
         found: list[Anomaly],
     ) -> None:
-        count = self._fail.push((tool, error_signature(error)), at[0], at[1])
+        count = self._fail.push((tool, error_signature(error)), seq, line)
         limit = self._threshold("repeated_error", tool)
         if limit is not None and count >= limit.warn:
             found.append(
@@ -255,13 +268,13 @@ class StreamDetectors:
             )
 
     def _oscillation(
-        self, tool: str, args: str, failed: bool, at: list[int], found: list[Anomaly]
+        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Anomaly]
     ) -> None:
         # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
         # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
-        calls = self._alt_calls.push(f"{tool} {args}", at[0], at[1])
+        calls = self._alt_calls.push(key, seq, line)
         if failed:
-            fails = self._alt_fail.push(tool, at[0], at[1])
+            fails = self._alt_fail.push(tool, seq, line)
         else:
             self._alt_fail.reset()
             fails = 0
