@@ -24,7 +24,7 @@ from worker.supervision.watch import Steering, Watch
 
 # Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
 # cost of a global, and replay() reads two for every event.
-_TOOL_CALL, _ERROR = EventKind.TOOL_CALL, EventKind.ERROR
+_TOOL_CALL, _USAGE, _ERROR = EventKind.TOOL_CALL, EventKind.USAGE, EventKind.ERROR
 
 
 @dataclass
@@ -95,17 +95,23 @@ def replay(
     since_check = 0
     peak_fill: float | None = None
     # Counted in locals and names bound once: this loop runs for every event.
-    count = tool_calls = errors = 0
-    detectors, observe, radio_every = watch.detectors, watch.observe, settings.radio_check_events
+    tool_calls = errors = 0
+    detectors, radio_every = watch.detectors, settings.radio_check_events
+    detect, note = detectors.observe, watch.note  # watch.observe, without its frame per event
     for event in events:
-        count += 1
+        found = detect(event)
         kind = event.kind
         if kind is _TOOL_CALL:
             tool_calls += 1
+        elif kind is _USAGE:  # the only kind that moves the context's fill
+            fill = detectors.context_fill
+            if fill is not None and (peak_fill is None or fill > peak_fill):
+                peak_fill = fill
         elif kind is _ERROR:
             errors += 1
-        found = observe(event)
         if found:
+            for anomaly in found:
+                note(anomaly)
             watch.drain()
             for anomaly in found:
                 _record(anomaly, watch, seen, report)
@@ -116,16 +122,13 @@ def replay(
                 steering = watch.steer_pace(watch.detectors.turn)
                 if steering is not None:
                     report.findings.append(_pace_finding(steering, watch, event.index))
-        fill = detectors.context_fill
-        if fill is not None and (peak_fill is None or fill > peak_fill):
-            peak_fill = fill
         since_check += 1
         if since_check >= radio_every:
             since_check = 0
             reason = watch.radio_check() if report.stop is None else None
             if reason is not None:
                 report.stop = Stop(detectors.seq, event.index + 1, reason)
-    report.events, report.tool_calls, report.errors = count, tool_calls, errors
+    report.events, report.tool_calls, report.errors = detectors.seq + 1, tool_calls, errors
     report.turns = detectors.turn
     report.tool_failures = detectors.tool_failures
     report.model = detectors.model
@@ -137,10 +140,11 @@ def replay(
 def _record(
     anomaly: Anomaly, watch: Watch, seen: dict[tuple[Any, ...], Finding], report: InspectReport
 ) -> None:
-    key = (*anomaly.episode, anomaly.level)
+    key = (anomaly.kind, anomaly.key, anomaly.start, anomaly.level)  # the episode and level
     finding = seen.get(key)
     if finding is not None:
-        finding.peak = max(finding.peak, anomaly.count)
+        if anomaly.count > finding.peak:
+            finding.peak = anomaly.count
         return
     steering = watch.steer([anomaly], watch.detectors.turn)[0]
     finding = Finding(

@@ -57,8 +57,8 @@ class Watch:
 
     def note(self, anomaly: Anomaly) -> None:
         """Record a sighting (from the detectors, or an iteration-level judgement)."""
-        self.episodes[anomaly.episode] = anomaly
-        self._pending[anomaly.episode] = anomaly
+        episode = anomaly.episode
+        self.episodes[episode] = self._pending[episode] = anomaly
         if anomaly.level != WARN and anomaly.kind in STOP_KINDS and self._urgent is None:
             self._urgent = anomaly
 
