@@ -51,6 +51,20 @@ def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
 
 def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
     kind = obj.get("type")
+    if kind == "assistant":  # the lines of a stream, most of them first
+        return _message_events(obj, index, kind)
+    if kind == "user":
+        events = _message_events(obj, index, kind)
+        # A tool result is usually the last event: any() only when it is not.
+        if not (events and events[-1].kind is _TOOL_RESULT) and not any(
+            e.kind is _TOOL_RESULT for e in events
+        ):
+            # Plain user text: a harness's rejection or a user's correction. The run has no
+            # use for it, but the supervisor counts the same one coming back again and again.
+            text = _user_text(obj.get("message"))
+            if text:
+                events.append(AgentEvent(EventKind.OTHER, index, text=text, raw_type=kind))
+        return events
     if kind == "system":
         if obj.get("subtype") == "init":
             return [
@@ -67,17 +81,6 @@ def normalise_object(obj: dict[str, Any], index: int = 0) -> list[AgentEvent]:
                 EventKind.OTHER, index, subtype=as_str(obj.get("subtype")), raw_type="system"
             )
         ]
-    if kind == "assistant":
-        return _message_events(obj, index, kind)
-    if kind == "user":
-        events = _message_events(obj, index, kind)
-        if not any(e.kind is _TOOL_RESULT for e in events):
-            # Plain user text: a harness's rejection or a user's correction. The run has no
-            # use for it, but the supervisor counts the same one coming back again and again.
-            text = _user_text(obj.get("message"))
-            if text:
-                events.append(AgentEvent(EventKind.OTHER, index, text=text, raw_type=kind))
-        return events
     if kind == "rate_limit_event":
         info = obj.get("rate_limit_info") or {}
         if not isinstance(info, dict):

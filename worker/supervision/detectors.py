@@ -308,10 +308,12 @@ class StreamDetectors:
         if not self._cascade and not any(map(_FAILURE, self._results)):
             return  # nothing failing in the window: the common case, kept cheap
         window = [(item[0], item[1]) for item in self._results]
+        failing = set(map(_FAILURE, self._results))
         for cls in (TOOL, PERMISSION, INFRASTRUCTURE):
-            tools = distinct_failing(window, cls)
-            turns = {item[4] for item in self._results if item[1] == cls}
-            if len(tools) < self.s.cascade_distinct or len(turns) < 2:
+            tools = distinct_failing(window, cls) if cls in failing else []
+            if len(tools) < self.s.cascade_distinct or (
+                len({item[4] for item in self._results if item[1] == cls}) < 2  # turns
+            ):
                 self._cascade.pop(cls, None)
                 continue
             if cls not in self._cascade:

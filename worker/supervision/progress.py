@@ -24,11 +24,12 @@ _WRITES = re.compile(
     r"|\bcreate\s+\S|\bedit\s+\d+:\d+|\bstr_replace|\binsert\s+\d)"
 )
 _SHELL_KEYS = ("command", "cmd", "code", "script")
+_SHELL_KEY_SET = frozenset(_SHELL_KEYS)
 
 
 def shell_writes(args: dict[str, Any] | None) -> bool:
     """A shell (or SWE-agent) command that changes a file or the repository."""
-    if not args:
+    if not args or _SHELL_KEY_SET.isdisjoint(args):  # most calls hold none: one C call
         return False
     for key in _SHELL_KEYS:
         value = args.get(key)
