@@ -22,14 +22,14 @@ _TOOL_CALL, _TOOL_RESULT, _USAGE = EventKind.TOOL_CALL, EventKind.TOOL_RESULT, E
 new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, AgentEvent)
 # json.loads wraps the decoder in a type check and two whitespace matches, 40% of the time of
 # a typical stream line; a stripped line needs neither.
-_RAW_DECODE = json.JSONDecoder().raw_decode
+RAW_DECODE = json.JSONDecoder().raw_decode
 
 
 def loads(line: str) -> Any:
     """`json.loads(line)` of a line with no surrounding whitespace: the same value, or the
     same JSONDecodeError (a line the decoder does not take whole goes through json.loads)."""
     try:
-        value, end = _RAW_DECODE(line)
+        value, end = RAW_DECODE(line)
     except ValueError:
         return json.loads(line)
     return value if end == len(line) else json.loads(line)
@@ -41,7 +41,7 @@ def parse(line: str) -> dict[str, Any] | str | None:
     if not line:
         return None
     try:  # loads(line), inlined: every line of a transcript comes here
-        obj, end = _RAW_DECODE(line)
+        obj, end = RAW_DECODE(line)
     except ValueError:
         end = -1
     if end != len(line):
