@@ -69,7 +69,8 @@ class StreamDetectors:
         self._volatile = frozenset(settings.volatile_keys)
         self._progress_tools = frozenset(settings.progress_tools)
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
-        self._exempt: dict[str, bool] = {}
+        # tool -> (exempt, loop threshold, repeated-error threshold), asked of settings once
+        self._tools: dict[str, tuple[bool, Threshold | None, Threshold | None]] = {}
         self._in_turn = False
         # tool_id -> (tool, canonical args, "tool args", seq, line, writes files) of the call
         self._calls: dict[str, tuple[str, str, str, int, int, bool]] = {}
@@ -159,13 +160,19 @@ class StreamDetectors:
             )
 
     def _loop(
-        self, tool: str, args: str, answer: str, seq: int, line: int, found: list[Anomaly]
+        self,
+        tool: str,
+        args: str,
+        answer: str,
+        limit: Threshold | None,
+        seq: int,
+        line: int,
+        found: list[Anomaly],
     ) -> None:
         # An identical call is a loop only when its result is identical too, or an error
         # (OpenHands compares action and observation): polling a CI run until its state
         # changes is progress.
         count = self._call.push((tool, args, answer), seq, line)
-        limit = self._threshold("loop", tool)
         if limit is not None and count >= limit.warn:
             found.append(
                 self._sighting(
@@ -186,14 +193,15 @@ class StreamDetectors:
             call = ("unknown", "{}", "unknown {}", self.seq, event.index, False)
         tool, args, key, seq, line, writes = call
         self._cli.worked()
-        if self._is_exempt(tool):
+        exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
+        if exempt:
             return
         failed = event.is_error
         if failed:
             error = event.error or event.text
             cls = failure_class(error)
             self.tool_failures += 1
-            self._repeated_error(tool, args, error, cls, seq, line, found)
+            self._repeated_error(tool, args, error, cls, error_limit, seq, line, found)
             answer = "<error>"
         else:
             cls = None
@@ -201,7 +209,7 @@ class StreamDetectors:
                 self._fail.reset()  # the agent got past that failure
             answer = answer_signature(event.text)
             self._on_success(key, answer, writes)
-        self._loop(tool, args, answer, seq, line, found)
+        self._loop(tool, args, answer, loop_limit, seq, line, found)
         self._oscillation(tool, key, failed, seq, line, found)
         self._results.append((tool, cls, seq, line, self.turn))
         if failed:  # a success leaves no failure in the window (_on_success): no cascade
@@ -244,12 +252,12 @@ class StreamDetectors:
         args: str,
         error: str | None,
         cls: str | None,
+        limit: Threshold | None,
         seq: int,
         line: int,
         found: list[Anomaly],
     ) -> None:
         count = self._fail.push((tool, error_signature(error)), seq, line)
-        limit = self._threshold("repeated_error", tool)
         if limit is not None and count >= limit.warn:
             found.append(
                 self._sighting(
@@ -276,7 +284,8 @@ class StreamDetectors:
         if failed:
             fails = self._alt_fail.push(tool, seq, line)
         else:
-            self._alt_fail.reset()
+            if self._alt_fail.prev is not None:  # once, rather than after every success
+                self._alt_fail.reset()
             fails = 0
         limit = self.s.thresholds["oscillation"]
         by_calls = calls >= limit.warn and self._alt_calls.prev2 is not None
@@ -413,11 +422,15 @@ class StreamDetectors:
             self._thresholds[key] = self.s.threshold(kind, tool)
         return self._thresholds[key]
 
-    def _is_exempt(self, tool: str) -> bool:
-        exempt = self._exempt.get(tool)
-        if exempt is None:
-            exempt = self._exempt[tool] = self.s.is_exempt(tool)
-        return exempt
+    def _tool(self, tool: str) -> tuple[bool, Threshold | None, Threshold | None]:
+        """What the settings say of a tool: exempt, its loop and repeated-error thresholds."""
+        info = (
+            self.s.is_exempt(tool),
+            self._threshold("loop", tool),
+            self._threshold("repeated_error", tool),
+        )
+        self._tools[tool] = info
+        return info
 
     @staticmethod
     def _tool_of(key: str | None) -> str:
