@@ -112,11 +112,16 @@ def replay(
         if found:
             for anomaly in found:
                 note(anomaly)
+                # Most sightings are of a finding already made: only its peak can grow.
+                finding = seen.get((anomaly.kind, anomaly.key, anomaly.start, anomaly.level))
+                if finding is None:
+                    _record(anomaly, watch, seen, report)
+                elif anomaly.count > finding.peak:
+                    finding.peak = anomaly.count
             watch.drain()
-            for anomaly in found:
-                _record(anomaly, watch, seen, report)
-            rank = pace_rank(watch.pace()) if watch.anomaly_count != episodes else pace_seen
-            episodes = watch.anomaly_count
+            sighted = watch.anomaly_count
+            rank = pace_rank(watch.pace()) if sighted != episodes else pace_seen
+            episodes = sighted
             if rank > pace_seen:
                 pace_seen = rank
                 steering = watch.steer_pace(watch.detectors.turn)
@@ -140,12 +145,7 @@ def replay(
 def _record(
     anomaly: Anomaly, watch: Watch, seen: dict[tuple[Any, ...], Finding], report: InspectReport
 ) -> None:
-    key = (anomaly.kind, anomaly.key, anomaly.start, anomaly.level)  # the episode and level
-    finding = seen.get(key)
-    if finding is not None:
-        if anomaly.count > finding.peak:
-            finding.peak = anomaly.count
-        return
+    """A new finding: the first sighting of an episode at its level."""
     steering = watch.steer([anomaly], watch.detectors.turn)[0]
     finding = Finding(
         kind=anomaly.kind,
@@ -159,7 +159,7 @@ def _record(
         suppressed=steering.suppressed,
         evidence=_plain(anomaly.evidence),
     )
-    seen[key] = finding
+    seen[(anomaly.kind, anomaly.key, anomaly.start, anomaly.level)] = finding  # episode, level
     report.findings.append(finding)
 
 
