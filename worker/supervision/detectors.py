@@ -361,30 +361,21 @@ class StreamDetectors:
     def _on_usage(self, event: AgentEvent, found: list[Anomaly]) -> None:
         if event.model and self.session_model is None:
             self.model = event.model
-        if not event.input_tokens:
+        tokens = event.input_tokens
+        if not tokens:
             return
         window = self.window()
-        fill = event.input_tokens / window
-        self.context_tokens, self.context_window, self.context_fill = (
-            event.input_tokens,
-            window,
-            fill,
-        )
+        fill = tokens / window
+        self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
         if fill < self.s.context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
         if self._context is None:
             self._context = (self.seq, event.index)
         level = URGENT if fill >= self.s.context_urgent else WARN
+        evidence = {"tokens": tokens, "window": window, "fill": fill, "model": self.model}
         found.append(
-            self._sighting(
-                "context",
-                level,
-                "context",
-                (self._context[0], self._context[1]),
-                round(fill * 100),
-                {"tokens": event.input_tokens, "window": window, "fill": fill, "model": self.model},
-            )
+            self._sighting("context", level, "context", self._context, round(fill * 100), evidence)
         )
 
     def window(self) -> int:
