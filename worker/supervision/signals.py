@@ -65,6 +65,7 @@ _INFRASTRUCTURE = re.compile(
 )
 
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)  # exactly these types: JSON's, checked without a loop
 # Signatures and call arguments are memoised per distinct text (a loop or a repeated failure
 # brings the same one back), texts of at most 4,000 characters: a few MB at the most.
 _MEMO = 512
@@ -131,12 +132,13 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     if not args:
         return "{}"
     values = args.values()
-    if set(map(type, values)) == _ONLY_STR and sum(map(len, values)) <= _MEMO_CHARS:
+    types = set(map(type, values))
+    if types == _ONLY_STR and sum(map(len, values)) <= _MEMO_CHARS:
         # Strings only, the common case: memoised, since a loop repeats its calls.
         if not any(map(volatile_keys.__contains__, args)):  # nothing to leave out: all in C
             return _canonical_strings(tuple(args.items()))
         return _canonical_strings(tuple([i for i in args.items() if i[0] not in volatile_keys]))
-    if all(isinstance(value, _SCALARS) for value in values):
+    if types <= _SCALAR_TYPES or all(isinstance(value, _SCALARS) for value in values):
         # The common flat case: one regex pass over the JSON instead of one per value.
         flat = {key: value for key, value in args.items() if key not in volatile_keys}
         return _strip_ids(_encode(flat))
