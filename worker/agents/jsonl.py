@@ -21,16 +21,20 @@ _TOOL_CALL, _TOOL_RESULT, _USAGE = EventKind.TOOL_CALL, EventKind.TOOL_RESULT, E
 # here. A test holds each builder to the keyword form.
 new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, AgentEvent)
 # json.loads wraps the decoder in a type check and two whitespace matches, 40% of the time of
-# a typical stream line; a stripped line needs neither.
-RAW_DECODE = json.JSONDecoder().raw_decode
+# a typical stream line, and JSONDecoder.raw_decode a Python frame; a stripped line needs none
+# of them. The decoder's own scanner: (value, end), or it raises StopIteration (nothing to
+# decode) or JSONDecodeError; then json.loads is asked, for its very error.
+# (scan_once is set in JSONDecoder.__init__; typeshed does not declare it)
+SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+NOT_DECODED = (StopIteration, ValueError)
 
 
 def loads(line: str) -> Any:
     """`json.loads(line)` of a line with no surrounding whitespace: the same value, or the
     same JSONDecodeError (a line the decoder does not take whole goes through json.loads)."""
     try:
-        value, end = RAW_DECODE(line)
-    except ValueError:
+        value, end = SCAN(line, 0)
+    except NOT_DECODED:
         return json.loads(line)
     return value if end == len(line) else json.loads(line)
 
@@ -41,8 +45,8 @@ def parse(line: str) -> dict[str, Any] | str | None:
     if not line:
         return None
     try:  # loads(line), inlined: every line of a transcript comes here
-        obj, end = RAW_DECODE(line)
-    except ValueError:
+        obj, end = SCAN(line, 0)
+    except NOT_DECODED:
         end = -1
     if end != len(line):
         try:
