@@ -16,10 +16,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from worker.agents.jsonl import loads, parse, tool_call, tool_result
+from worker.agents import claude_stream
+from worker.agents.jsonl import as_int, as_str, loads, parse, tool_call, tool_result, usage_event
 from worker.boundedio import clip_event
 from worker.models import AgentEvent, EventKind
-from worker.supervision import signals
+from worker.supervision import formats, signals
 from worker.supervision.progress import Knowledge, shell_writes
 from worker.supervision.signals import (
     answer_signature,
@@ -235,3 +236,227 @@ def test_tool_events_built_by_position_are_the_keyword_ones() -> None:
         raw_type="user",
     )
     assert result._asdict()["raw_type"] == "user" and call._asdict()["tool"] == "Bash"
+
+
+# -- the second round: messages, lines and arguments built with fewer Python calls ---------
+
+
+def _plain_message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEvent]:
+    """A Claude message's events as the keyword-built code made them before."""
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return [AgentEvent(EventKind.OTHER, index, raw_type=role)]
+    content = message.get("content")
+    events: list[AgentEvent] = []
+    if isinstance(content, str):
+        if role == "assistant" and content:
+            events.append(AgentEvent(EventKind.TEXT, index, text=content, raw_type=role))
+        return events
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" and role == "assistant":
+            text = str(block.get("text", ""))
+            events.append(AgentEvent(EventKind.TEXT, index, text=text, raw_type=role))
+        elif btype == "tool_use":
+            args = block.get("input")
+            events.append(
+                AgentEvent(
+                    EventKind.TOOL_CALL,
+                    index,
+                    tool=as_str(block.get("name")),
+                    tool_id=as_str(block.get("id")),
+                    args=args if isinstance(args, dict) else {},
+                    raw_type=role,
+                )
+            )
+        elif btype == "tool_result":
+            failed = bool(block.get("is_error"))
+            text = claude_stream._content_text(block.get("content"))
+            events.append(
+                AgentEvent(
+                    EventKind.TOOL_RESULT,
+                    index,
+                    tool_id=as_str(block.get("tool_use_id")),
+                    text=text[:2000],
+                    is_error=failed,
+                    error=text[:500] if failed else None,
+                    raw_type=role,
+                )
+            )
+    usage = message.get("usage")
+    if role == "assistant" and isinstance(usage, dict):
+        tokens = sum(
+            as_int(usage.get(key))
+            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        events.append(
+            AgentEvent(
+                EventKind.USAGE,
+                index,
+                model=as_str(message.get("model")),
+                input_tokens=tokens,
+                output_tokens=as_int(usage.get("output_tokens")),
+                raw_type=role,
+            )
+        )
+    return events
+
+
+ODD = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
+)
+BLOCKS = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.just("tool_use"), "id": ODD, "name": ODD},
+        optional={"input": st.one_of(ODD, st.dictionaries(st.text(max_size=5), ODD))},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("tool_result"), "tool_use_id": ODD},
+        optional={
+            "is_error": ODD,
+            "content": st.one_of(
+                ODD,
+                st.text(min_size=490, max_size=2100),
+                st.lists(st.one_of(ODD, st.fixed_dictionaries({"text": ODD})), max_size=3),
+            ),
+        },
+    ),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "thinking", None])}, optional={"text": ODD}
+    ),
+    ODD,
+)
+MESSAGES = st.fixed_dictionaries(
+    {"type": st.sampled_from(["assistant", "user"])},
+    optional={
+        "message": st.one_of(
+            ODD,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "content": st.one_of(ODD, st.lists(BLOCKS, max_size=4)),
+                    "model": ODD,
+                    "usage": st.one_of(
+                        ODD,
+                        st.fixed_dictionaries(
+                            {},
+                            optional={
+                                key: ODD
+                                for key in (
+                                    "input_tokens",
+                                    "cache_creation_input_tokens",
+                                    "cache_read_input_tokens",
+                                    "output_tokens",
+                                )
+                            },
+                        ),
+                    ),
+                },
+            ),
+        )
+    },
+)
+
+
+@given(MESSAGES, st.integers(0, 10**6))
+@example({"type": "user", "message": {"content": [{"type": "text", "text": "no"}]}}, 3)
+@example({"type": "assistant", "message": {"usage": {"input_tokens": True}}}, 0)
+@example(
+    {
+        "type": "user",
+        "message": {
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "is_error": 1, "content": "e" * 3000},
+                {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}},
+            ]
+        },
+    },
+    5,
+)
+@example(
+    {
+        "type": "assistant",
+        "message": {
+            "model": "claude-x",
+            "content": [{"type": "text", "text": "hi"}, {"type": "tool_use", "input": [1]}],
+            "usage": {"input_tokens": 3, "cache_read_input_tokens": 7.5, "output_tokens": 2},
+        },
+    },
+    1,
+)
+def test_a_message_s_events_are_the_keyword_built_ones(obj: dict[str, Any], index: int) -> None:
+    """Built by position with as_str inlined, a Claude message gives field for field the
+    events the keyword-built code gave, whatever odd values its blocks hold."""
+    role = obj["type"]
+    assert claude_stream._message_events(obj, index, role) == _plain_message_events(
+        obj, index, role
+    )
+    events = claude_stream.normalise_object(obj, index)
+    plain = _plain_message_events(obj, index, role)
+    assert events[: len(plain)] == plain
+
+
+def _plain_line_events(line: str, index: int) -> list[AgentEvent]:
+    obj = parse(line)
+    if obj is None:
+        return []
+    if isinstance(obj, str):
+        return [AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")]
+    return claude_stream.normalise_object(obj, index)
+
+
+LINES = st.one_of(
+    MESSAGES.map(json.dumps),
+    JSON.map(json.dumps),
+    st.text(),
+    st.tuples(st.sampled_from(["", " ", "\t", "\u2003", "\ufeff"]), MESSAGES.map(json.dumps)).map(
+        lambda pair: pair[0] + pair[1] + pair[0]
+    ),
+)
+
+
+@given(LINES)
+@example("")
+@example("   ")
+@example('{"type": "assistant"} {"b": 2}')
+@example('{"type": "assistant"')
+@example("[1, 2]")
+@example('\ufeff{"type": "user"}')
+def test_a_transcript_line_gives_the_events_parse_gave(line: str) -> None:
+    """formats decodes a whole-object line in place and leaves the rest (blank, padded,
+    not JSON, not an object) to parse(): the same events as parse() then normalising."""
+    assert formats._line_events(line, 7, claude_stream.normalise_object) == _plain_line_events(
+        line, 7
+    )
+    flat = list(formats._events([line, line], claude_stream.normalise_object))
+    assert flat == _plain_line_events(line, 0) + _plain_line_events(line, 1)
+
+
+def test_usage_events_built_by_position_are_the_keyword_ones() -> None:
+    event = usage_event(2, "claude-x", 1200, 40, "assistant")
+    assert event == AgentEvent(
+        EventKind.USAGE,
+        2,
+        model="claude-x",
+        input_tokens=1200,
+        output_tokens=40,
+        raw_type="assistant",
+    )
+    assert event._asdict()["cost_usd"] is None and event.raw_type == "assistant"
+
+
+@given(st.dictionaries(st.text(), SCALARS, max_size=5))
+@example({"b": 1.5, "a": float("inf"), "c": None, "é": "ü\n\u2028"})
+def test_flat_arguments_are_encoded_as_the_configured_encoder_encodes_them(
+    flat: dict[str, Any],
+) -> None:
+    """canonical_args' encoder, built once, writes what JSONEncoder.encode with the same
+    options writes."""
+    assert signals._encode(flat) == signals._CANONICAL.encode(flat)
+
+
+def test_shell_writes_looks_only_at_a_call_that_holds_a_command() -> None:
+    assert not shell_writes({"file_path": "a > b", "old_string": "rm -rf x"})
+    assert shell_writes({"file_path": "x", "script": "touch y"})
