@@ -208,23 +208,21 @@ class StreamDetectors:
             if self._fail.key is not None and self._fail.key[0] == tool:
                 self._fail.reset()  # the agent got past that failure
             answer = answer_signature(event.text)
-            self._on_success(key, answer, writes)
+            # A success: progress when it writes or teaches something new.
+            if writes:
+                self.progress += 1
+            if self._known.learn(key, answer) or writes:
+                self._since_progress = 0
+                self._reject.reset()
+            # A cascade forgets the failures before a success: the agent got going again.
+            if self._cascade or any(map(_FAILURE, self._results)):
+                self._results.clear()
+                self._cascade.clear()
         self._loop(tool, args, answer, loop_limit, seq, line, found)
         self._oscillation(tool, key, failed, seq, line, found)
         self._results.append((tool, cls, seq, line, self.turn))
-        if failed:  # a success leaves no failure in the window (_on_success): no cascade
+        if failed:  # a success leaves no failure in the window (see above): no cascade
             self._cascades(found)
-
-    def _on_success(self, key: str, answer: str, writes: bool) -> None:
-        if writes:
-            self.progress += 1
-        if self._known.learn(key, answer) or writes:
-            self._since_progress = 0
-            self._reject.reset()
-        # A cascade forgets the failures before a success: the agent got going again.
-        if self._cascade or any(map(_FAILURE, self._results)):
-            self._results.clear()
-            self._cascade.clear()
 
     def _on_cli_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
         text = event.error or event.text or event.subtype or ""
