@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from worker.models import InfraFailure, InfraKind
 from worker.supervision.anomaly import URGENT, WARN, Anomaly
@@ -47,19 +48,19 @@ class CliErrors:
     """Each CLI error text counted once per session; a tool result (the CLI works) forgets
     them all, so a CLI's own retries within a session or a flaky start do not add up."""
 
-    __slots__ = ("_errors", "_session", "infra")
+    __slots__ = ("_errors", "_session", "infra", "worked")
 
     def __init__(self) -> None:
         # signature -> [sessions counted, last session counted, seq, line]
         self._errors: dict[str, list[int]] = {}
         self._session = 0
         self.infra: InfraFailure | None = None  # set once an error is urgent
+        # A tool result: the CLI works, forget its errors. The dict's own clear, called
+        # without a Python frame, since every tool result of a stream says so.
+        self.worked: Callable[[], None] = self._errors.clear
 
     def new_session(self) -> None:
         self._session += 1
-
-    def worked(self) -> None:
-        self._errors.clear()
 
     def observe(self, text: str, seq: int, line: int, limit: Threshold) -> Anomaly | None:
         """Count one CLI error at event `seq`; the `cli_error` anomaly once it repeats."""
