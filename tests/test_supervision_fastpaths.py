@@ -460,3 +460,13 @@ def test_flat_arguments_are_encoded_as_the_configured_encoder_encodes_them(
 def test_shell_writes_looks_only_at_a_call_that_holds_a_command() -> None:
     assert not shell_writes({"file_path": "a > b", "old_string": "rm -rf x"})
     assert shell_writes({"file_path": "x", "script": "touch y"})
+
+
+@given(TEXTS, st.integers(1, 90))
+@example("a `b`\n\t c " * 10, 20)
+@example("x" * 5000, 80)  # too long to be memoised
+def test_short_text_is_the_plain_one_memoised_or_not(text: str, limit: int) -> None:
+    plain = SPACE.sub(" ", text).strip().replace("`", "'")
+    plain = plain if len(plain) <= limit else plain[: limit - 1] + "…"
+    for _ in range(2):
+        assert signals.short(text, limit) == (plain if text else "")

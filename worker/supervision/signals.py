@@ -263,5 +263,13 @@ def short(text: str | None, limit: int = 80) -> str:
     """One line, at most `limit` characters, safe inside backticks in a steering message."""
     if not text:
         return ""
+    # Memoised for capped texts: a loop's sightings quote the same arguments again and again.
+    return _short(text, limit) if len(text) <= _MEMO_CHARS else _shorten(text, limit)
+
+
+def _shorten(text: str, limit: int) -> str:
     line = _SPACE.sub(" ", text).strip().replace("`", "'")
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_short = lru_cache(maxsize=_MEMO)(_shorten)
