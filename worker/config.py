@@ -152,13 +152,11 @@ def load_settings(
     try:
         check_locations(settings)
     except ConfigError as exc:  # say where the folder was set
-        where = (
-            "WORKER_INBOX"
-            if "WORKER_INBOX" in env
-            else str(config_path)
-            if file_keys & {"inbox_dir", "state_dir"}
-            else "the environment"
-        )
+        where = "the environment"
+        if "WORKER_INBOX" in env:
+            where = "WORKER_INBOX"
+        elif file_keys & {"inbox_dir", "state_dir"}:
+            where = str(config_path)
         raise ConfigError(f"{where}: {exc}") from exc
     return settings
 
