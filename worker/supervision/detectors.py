@@ -150,14 +150,8 @@ class StreamDetectors:
         args = canonical_args(event.args, self._volatile)
         writes = tool in self._progress_tools or shell_writes(event.args)
         if event.tool_id:
-            self._calls[event.tool_id] = (
-                tool,
-                args,
-                f"{tool} {args}",
-                self.seq,
-                event.index,
-                writes,
-            )
+            key = f"{tool} {args}"  # what the knowledge and the alternation compare
+            self._calls[event.tool_id] = (tool, args, key, self.seq, event.index, writes)
 
     def _loop(
         self,
