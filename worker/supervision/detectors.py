@@ -306,10 +306,9 @@ class StreamDetectors:
         # infrastructure errors are counted apart (Cline, Roo Code). Ours: the failures must
         # span two turns, since parallel calls of one turn share one cause (a stray `cd`) and
         # the agent has not yet had a chance to react to it.
-        if not self._cascade and not any(map(_FAILURE, self._results)):
-            return  # nothing failing in the window: the common case, kept cheap
+        # Called after a failure only (a success empties the window of failures).
         window = [(item[0], item[1]) for item in self._results]
-        failing = set(map(_FAILURE, self._results))
+        failing = set(map(_FAILURE, self._results))  # the failure classes in the window
         for cls in (TOOL, PERMISSION, INFRASTRUCTURE):
             tools = distinct_failing(window, cls) if cls in failing else []
             if len(tools) < self.s.cascade_distinct or (

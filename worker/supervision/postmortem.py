@@ -23,7 +23,7 @@ from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import Steering, Watch
 
 # Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
-# cost of a global, and replay() reads two for every event.
+# cost of a global, and replay() compares them with every event's kind.
 _TOOL_CALL, _USAGE, _ERROR = EventKind.TOOL_CALL, EventKind.USAGE, EventKind.ERROR
 
 
