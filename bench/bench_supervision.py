@@ -5,7 +5,8 @@
   parse_floor_s      the floor: json.loads of each line, nothing kept (keeping every object
                      would let the garbage collector inflate the baseline)
   decode_floor_s     JSONDecoder.raw_decode of each line: the decoding inspect itself does
-                     (json.loads adds a type check and two whitespace matches around it)
+                     (json.loads adds a type check and two whitespace matches around it;
+                     inspect calls the scanner raw_decode wraps)
   normalise_baseline_s  the Claude adapter's own normalisation of those lines (no detection)
   per_event_us       the live supervisor's `on_event` per event (normalised events in memory)
   noop_per_event_us  a NullSupervisor over the same events: the cost of the call itself
