@@ -25,34 +25,35 @@ new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, Agen
 # of them. The decoder's own scanner: (value, end), or it raises StopIteration (nothing to
 # decode) or JSONDecodeError; then json.loads is asked, for its very error.
 # (scan_once is set in JSONDecoder.__init__; typeshed does not declare it)
-SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-NOT_DECODED = (StopIteration, ValueError)
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_NOT_DECODED = (StopIteration, ValueError)
 
 
 def loads(line: str) -> Any:
     """`json.loads(line)` of a line with no surrounding whitespace: the same value, or the
     same JSONDecodeError (a line the decoder does not take whole goes through json.loads)."""
     try:
-        value, end = SCAN(line, 0)
-    except NOT_DECODED:
+        value, end = _SCAN(line, 0)
+    except _NOT_DECODED:
         return json.loads(line)
     return value if end == len(line) else json.loads(line)
 
 
 def parse(line: str) -> dict[str, Any] | str | None:
     """A line's JSON object; None for a blank line; the problem's text when it is not one."""
-    line = line.strip()
+    try:  # the common line, one JSON object and nothing else, decoded at once
+        obj, end = _SCAN(line, 0)
+        if end == len(line) and obj.__class__ is dict:
+            return obj
+    except _NOT_DECODED:
+        pass
+    line = line.strip()  # padded, blank or bad: json.loads decides, and names the problem
     if not line:
         return None
-    try:  # loads(line), inlined: every line of a transcript comes here
-        obj, end = SCAN(line, 0)
-    except NOT_DECODED:
-        end = -1
-    if end != len(line):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return f"not JSON: {exc.msg}"
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON: {exc.msg}"
     return obj if isinstance(obj, dict) else "not a JSON object"
 
 

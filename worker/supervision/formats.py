@@ -18,7 +18,7 @@ from typing import Any
 from worker.agents.claude_stream import normalise_object
 from worker.agents.codex_stream import codex_object
 from worker.agents.gemini_stream import gemini_events, gemini_whole
-from worker.agents.jsonl import NOT_DECODED, SCAN, parse
+from worker.agents.jsonl import parse
 from worker.errors import ExitCode, MalformedInput
 from worker.models import AgentEvent, EventKind
 from worker.supervision.trajectories import (
@@ -174,16 +174,9 @@ def _events(lines: list[str], normalise: Normaliser) -> Iterator[AgentEvent]:
 
 
 def _line_events(line: str, index: int, normalise: Normaliser) -> list[AgentEvent]:
-    try:  # a line that is one JSON object and nothing else, decoded at once (parse() inlined)
-        obj, end = SCAN(line, 0)
-    except NOT_DECODED:
-        end = -1
-    if end != len(line) or obj.__class__ is not dict:
-        obj = parse(line)  # blank, padded or bad: parse() strips it or names the problem
-        if obj is None:
-            return []
-        if isinstance(obj, str):
-            return [
-                AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")
-            ]
+    obj = parse(line)
+    if obj is None:
+        return []
+    if isinstance(obj, str):
+        return [AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")]
     return normalise(obj, index)
