@@ -73,17 +73,28 @@ _MEMO_CHARS = 4000
 # `json.dumps(flat, sort_keys=True, ...)` builds this encoder on every call: half its cost.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _ONLY_STR = frozenset({str})
-# JSONEncoder.encode builds its C encoder anew (with a closure) on every call, twice the cost
-# of the encoding itself here; this one is built once, with the same options. No circular
-# check: it only sees flat objects of scalars.
-_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # json's own; not in typeshed
-_C_CANONICAL = (
-    _MAKE_ENCODER(
-        None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, True
-    )
-    if _MAKE_ENCODER is not None
-    else None
-)
+
+
+def _c_canonical() -> Any:
+    """JSONEncoder.encode builds its C encoder anew (with a closure) on every call, twice the
+    cost of the encoding itself here; this one is built once, with the same options, and no
+    circular check: it only sees flat objects of scalars. `c_make_encoder` is json's own and
+    private (not in typeshed): on a Python where it is missing, takes other arguments or
+    encodes differently, None, and encode() is used."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:
+        # markers, default, encoder, indent, separators, sort_keys, skipkeys, allow_nan
+        options = (None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",")
+        encoder = make(*options, True, False, True)  # type: ignore[misc]
+        sample = {"b": "é\n", "a": 1.5, "c": None, "d": True}
+        if "".join(encoder(sample, 0)) == _CANONICAL.encode(sample):
+            return encoder
+    except Exception:
+        pass
+    return None
+
+
+_C_CANONICAL = _c_canonical()
 
 
 def _encode(flat: dict[str, Any]) -> str:
