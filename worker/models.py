@@ -166,6 +166,8 @@ class StatusBlock:
 
 @dataclass
 class IterationRecord:
+    """One iteration of a task: its mode and model, STATUS, cost, tokens and steering."""
+
     mode: str
     model: str
     iteration: int  # 1-based within its mode

@@ -54,8 +54,11 @@ class Mode(BaseModel):
     iteration_timeout_s: float | None = Field(None, alias="iterationTimeoutSeconds", gt=0)
     cost_cap_usd: float | None = Field(None, alias="costCapUsd", gt=0)
     permission_mode: str | None = Field(None, alias="permissionMode")
-    extra_args: list[str] = Field(default_factory=list, alias="extraArgs")
-    match: list[str] = Field(default_factory=list)  # words that auto-select this mode
+    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
+    # model, and reading `list`'s signature, as it does for a factory, loads Python's
+    # tokenizer at every start.
+    extra_args: list[str] = Field([], alias="extraArgs")
+    match: list[str] = []  # words that auto-select this mode
     default: bool = False
 
     @property
@@ -73,6 +76,8 @@ class ModesFile(BaseModel):
 
 @dataclass(frozen=True)
 class ModeSet:
+    """The validated modes, by id, and where they were read from."""
+
     modes: dict[str, Mode]
     source: str
 

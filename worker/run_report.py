@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # the loop and the agents load only when a task runs
 
 @dataclass
 class RunOptions:
+    """What the caller asks of one run (the options of `worker run`)."""
+
     dry_run: bool = False
     task_id: str | None = None
     mode: str | None = None
@@ -25,6 +27,8 @@ class RunOptions:
 
 @dataclass
 class RunReport:
+    """What one run did, rendered as text or JSON by `worker run`."""
+
     outcome: Outcome
     run_id: int | None = None
     task_id: str | None = None

@@ -11,8 +11,6 @@ import os
 import threading
 import time
 
-from worker import retention
-from worker.agents.infra import preflight
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fleet import fleet_session
@@ -20,7 +18,6 @@ from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
 from worker.models import AgentRequest, Outcome, TaskResult
 from worker.modes import Mode, ModeSet, load_modes, modes_path
-from worker.notify.events import on_run_start
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import TaskSource
@@ -49,6 +46,9 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         modes.get(options.mode)  # an unknown --mode is an error before anything happens
     if options.dry_run:
         return _dry_run(settings, options, modes)
+    # Here, not at the top: a dry run records, prunes and notifies nothing.
+    from worker import retention
+
     if options.use_worktree:
         from worker.workspace_git import ensure_repo
 
@@ -139,6 +139,9 @@ def _take_and_run(
     t0: float,
     taken: list[Decision],
 ) -> RunReport:
+    from worker import retention  # see run_once
+    from worker.notify.events import on_run_start
+
     on_run_start(settings, store)  # Telegram's commands (approvals) first; unsent notifications
     last_run = store.get(LAST_RUN_KEY)
     sources = build_sources(
@@ -296,6 +299,8 @@ def _finish_task(
 def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> None:
     """Before any claim: the agent that would start can start, else no task is touched (and
     `worker why` says what to fix)."""
+    from worker.agents.infra import preflight  # only with a task to take
+
     failure = preflight(settings, mode)
     if failure is None:
         return

@@ -7,14 +7,15 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # `scheme://user:password@host` -> `scheme://user:***@host`; also `password=...` in a DSN.
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*(?=@)", re.I)
-_DSN_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|\S+)")
+# Compiled at their first use (`re`'s own cache): a run without a fleet shows no URL.
+_URL_PASSWORD = r"(?i)(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*(?=@)"
+_DSN_PASSWORD = r"(?i)\b(password\s*=\s*)('[^']*'|\S+)"
 
 
 def redact_url(text: str) -> str:
     """Hide the password of every database URL (or `password=` DSN part) in a text."""
-    text = _URL_PASSWORD.sub(lambda m: m["head"] + "***", text)
-    return _DSN_PASSWORD.sub(lambda m: m.group(1) + "***", text)
+    text = re.sub(_URL_PASSWORD, lambda m: m["head"] + "***", text)
+    return re.sub(_DSN_PASSWORD, lambda m: m.group(1) + "***", text)
 
 
 class FleetSettings(BaseModel):

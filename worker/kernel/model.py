@@ -145,6 +145,9 @@ class ReplySignal:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """Everything `decide` looks at: the sources' listings, the waits, the orders, the
+    paused flows, the stale leftovers and the replies."""
+
     listings: tuple[Listing, ...] = ()  # in source priority order
     ready_waits: tuple[ReadyWait, ...] = ()
     pending_waits: int = 0
@@ -180,6 +183,8 @@ class Act(StrEnum):
 
 @dataclass(frozen=True)
 class Action:
+    """One thing a decision asks the edges to do (`Act`), for one task, with its reason."""
+
     act: Act
     task_id: str
     reason: str  # a Reason
@@ -201,6 +206,8 @@ class PlanEntry:
 
 @dataclass(frozen=True)
 class Decision:
+    """The task to run (or none), why, and the actions and plan that come with it."""
+
     task: Task | None
     source: str | None
     reason_codes: tuple[str, ...]

@@ -17,6 +17,8 @@ from worker.models import Task
 
 @dataclass(frozen=True)
 class FlowKind:
+    """A kind of flow: its priority class, what preempts it, what orders do to it."""
+
     name: str
     priority: Priority
     preemptable_by: tuple[Priority, ...]  # classes that may take the turn from it

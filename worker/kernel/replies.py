@@ -9,6 +9,7 @@ closed list, or not as strict JSON, falls back to the deterministic reading.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -58,6 +59,8 @@ _ORDERS = {
 
 @dataclass(frozen=True)
 class Reading:
+    """A reply read as one signal of the closed list, with the reader's confidence."""
+
     signal: Signal
     confidence: float
 
@@ -71,22 +74,22 @@ class ReplyClassifier(Protocol):
 
 
 # (signal, pattern, confidence when the reply starts with it, confidence anywhere)
-_RULES: list[tuple[Signal, re.Pattern[str], float, float]] = [
+_RULES: list[tuple[Signal, str, float, float]] = [
     (
         Signal.SAFETY_EMERGENCY,
-        re.compile(r"\b(emergency|stop (everything|all)|kill (it|everything) now)\b"),
+        r"\b(emergency|stop (everything|all)|kill (it|everything) now)\b",
         0.9,
         0.8,
     ),
     (
         Signal.FLOW_WANTS_RESUME,
-        re.compile(r"\b(do ?n[o']t|never) (stop|cancel|abort)\b|\bkeep going\b|\bcarry on\b"),
+        r"\b(do ?n[o']t|never) (stop|cancel|abort)\b|\bkeep going\b|\bcarry on\b",
         0.85,
         0.8,
     ),
     (
         Signal.FLOW_DECLINES_RESUME,
-        re.compile(
+        (
             r"\b(do ?n[o']t|do not|please don't) (continue|proceed|resume|bother)\b|\bnever ?mind\b"
             r"|\bforget (it|about it)\b|\bnot needed\b|\bdrop (it|this)\b|\bwon'?t fix\b"
             r"|\b(rejected|denied|declined?)\b|^no\b"
@@ -96,7 +99,7 @@ _RULES: list[tuple[Signal, re.Pattern[str], float, float]] = [
     ),
     (
         Signal.INTERRUPT_EXPLICIT_STOP,
-        re.compile(
+        (
             r"^(stop|cancel|abort|halt)\b|\b(please|just) (stop|cancel|abort)\b"
             r"|\b(stop|cancel|abort|halt) (it|this|that|the task|work|working|now)\b"
         ),
@@ -105,13 +108,13 @@ _RULES: list[tuple[Signal, re.Pattern[str], float, float]] = [
     ),
     (
         Signal.FLOW_WANTS_PAUSE,
-        re.compile(r"\b(pause|hold (on|off)|on hold|not now|wait (a bit|until)|later please)\b"),
+        r"\b(pause|hold (on|off)|on hold|not now|wait (a bit|until)|later please)\b",
         0.85,
         0.7,
     ),
     (
         Signal.FLOW_WANTS_RESUME,
-        re.compile(
+        (
             r"^(yes|yep|ok|okay|sure|approved?|lgtm|go)\b|\b(go ahead|continue|resume|proceed"
             r"|approved?|lgtm|ship it|sounds good)\b"
         ),
@@ -120,21 +123,30 @@ _RULES: list[tuple[Signal, re.Pattern[str], float, float]] = [
     ),
     (
         Signal.FLOW_ACK_DONE,
-        re.compile(r"\b(thanks|thank you|merged|all good|looks good|perfect|done)\b"),
+        r"\b(thanks|thank you|merged|all good|looks good|perfect|done)\b",
         0.7,
         0.62,
     ),
     (
         Signal.INTERRUPT_SWITCH_TOPIC,
-        re.compile(r"\b(instead|something else|switch to)\b"),
+        r"\b(instead|something else|switch to)\b",
         0.7,
         0.55,
     ),
     # A bare mention: enough to ask, not enough to act.
-    (Signal.INTERRUPT_EXPLICIT_STOP, re.compile(r"\b(stop|cancel|abort)\b"), 0.5, 0.5),
-    (Signal.FLOW_WANTS_PAUSE, re.compile(r"\b(wait|later)\b"), 0.45, 0.45),
+    (Signal.INTERRUPT_EXPLICIT_STOP, r"\b(stop|cancel|abort)\b", 0.5, 0.5),
+    (Signal.FLOW_WANTS_PAUSE, r"\b(wait|later)\b", 0.45, 0.45),
 ]
 _AMBIGUITY_PENALTY = 0.3  # two different strong readings: ask rather than pick one
+
+
+@functools.cache
+def _compiled_rules() -> list[tuple[Signal, re.Pattern[str], float, float]]:
+    """The rules, compiled when the first reply is read: most runs read none."""
+    return [
+        (signal, re.compile(pattern), start, anywhere)
+        for signal, pattern, start, anywhere in _RULES
+    ]
 
 
 class KeywordClassifier:
@@ -144,7 +156,7 @@ class KeywordClassifier:
         clean = re.sub(r"\s+", " ", _strip_quotes(text)).strip().lower()[:2000]
         best: dict[Signal, float] = {}
         claimed: list[tuple[int, int]] = []
-        for signal, pattern, at_start, anywhere in _RULES:
+        for signal, pattern, at_start, anywhere in _compiled_rules():
             for match in pattern.finditer(clean):
                 span = match.span()
                 if any(span[0] < b and a < span[1] for a, b in claimed):

@@ -30,6 +30,9 @@ def effective_orders(snapshot: Snapshot) -> list[ControlOrder]:
 
 @dataclass
 class Turn:
+    """One turn's working state: the actions and notes so far, the tasks ended, paused or
+    resumed by its orders."""
+
     snap: Snapshot
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

@@ -16,7 +16,10 @@ class TelegramSettings(BaseModel):
     # The bot token is read from this environment variable when used, never stored or logged.
     token_env: str = "TELEGRAM_BOT_TOKEN"
     # Notifications go to these chats, and commands are obeyed from these chats only.
-    chat_ids: list[int] = Field(default_factory=list)
+    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
+    # model, and reading `list`'s signature, as it does for a factory, loads Python's
+    # tokenizer at every start.
+    chat_ids: list[int] = []
     api_base: str = Field("https://api.telegram.org", pattern=r"^https?://")
     # Long polling during `worker serve` (Telegram's own examples use 25-30 s).
     poll_timeout_s: int = Field(25, ge=0, le=50)

@@ -16,7 +16,10 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 class GitHubSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    repos: list[str] = Field(default_factory=list)  # "owner/name"; empty = source off
+    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
+    # model, and reading `list`'s signature, as it does for a factory, loads Python's
+    # tokenizer at every start.
+    repos: list[str] = []  # "owner/name"; empty = source off
     label: str = Field("roo-schedulable", min_length=1)  # the label that makes an issue a task
     # The `Agent:` field of the issue body must name one of these (case-insensitive).
     agent_identity: list[str] = Field(default_factory=lambda: ["Claude Code", "Both", "Any"])
@@ -28,7 +31,7 @@ class GitHubSettings(BaseModel):
     failed_label: str = "worker:failed"
     waiting_label: str = "worker:waiting"
     # Logins trusted to start work even without write access to the repository.
-    trusted_users: list[str] = Field(default_factory=list)
+    trusted_users: list[str] = []
     claim_ttl_s: int = Field(4 * 3600, gt=0)  # a claim not renewed for this long has expired
     assign: bool = True  # assign the token's user when claiming (ignored where not allowed)
     open_pr: bool = False
