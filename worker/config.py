@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,6 +133,8 @@ def load_settings(
     data: dict[str, Any] = {}
     config_path = workspace / CONFIG_FILE
     if config_path.exists():
+        import tomllib  # only with a worker.toml to read
+
         try:
             data = tomllib.loads(config_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
