@@ -11,13 +11,14 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.errors import UsageError
 from worker.store import Store
-from worker.waits.record import save_wait
-from worker.waits.saving import WaitPoint, base_state
+
+if TYPE_CHECKING:
+    from worker.waits.saving import WaitPoint
 
 BY = ("day", "mode", "source", "machine")
 _TASK_KEY = {
@@ -126,6 +127,10 @@ def daily_cap_reached(settings: Settings, store: Store) -> float | None:
 
 def save_budget_wait(settings: Settings, point: WaitPoint, spent: float) -> Path:
     """The task waits until the next UTC day (a timed wait), where it stands."""
+    # Here, not at the top: `status` and runs within the cap only read the spend.
+    from worker.waits.record import save_wait
+    from worker.waits.saving import base_state
+
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(
         hour=0, minute=0, second=0, microsecond=0
     )

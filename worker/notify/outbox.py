@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker.config import Settings
-from worker.notify.channels import SendError, bot_of, post_json, webhook_body
 from worker.store import Store, script
 
 log = logging.getLogger(__name__)
@@ -95,6 +94,9 @@ def enqueue(
 def flush(settings: Settings, store: Store) -> Flushed:
     """Send what is pending, oldest first. A channel that fails is not tried again in this
     flush (one timeout per run at most), and its rows wait for the next one."""
+    # Here, not at the top: `status` and runs with nothing to send never talk to a channel.
+    from worker.notify.channels import SendError
+
     ensure(store)
     cfg = settings.notify
     rows = store.db.execute(
@@ -138,6 +140,8 @@ def pending(store: Store) -> list[dict[str, Any]]:
 
 
 def _send(settings: Settings, row: dict[str, Any]) -> None:
+    from worker.notify.channels import SendError, bot_of, post_json, webhook_body  # see flush
+
     cfg = settings.notify
     if row["channel"] == "webhook":
         assert cfg.webhook.url is not None
