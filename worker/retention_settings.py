@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class RetentionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     enabled: bool = True  # at the end of a run, at most every `interval_hours`
     runs_days: float = Field(90.0, gt=0)  # runs, their iterations, ended claims

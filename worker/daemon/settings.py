@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class DaemonSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     # -- worker serve -------------------------------------------------------------------------
     interval_s: float = Field(300.0, gt=0)  # sleep between two runs of the batch cycle

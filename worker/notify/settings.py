@@ -11,7 +11,7 @@ DEFAULT_EVENTS: tuple[Event, ...] = ("needs_approval", "failed", "crash_loop", "
 
 
 class TelegramSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     # The bot token is read from this environment variable when used, never stored or logged.
     token_env: str = "TELEGRAM_BOT_TOKEN"
@@ -26,7 +26,7 @@ class TelegramSettings(BaseModel):
 
 
 class WebhookSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     # e.g. https://ntfy.sh/ (with `topic`) or a Slack incoming-webhook URL
     url: str | None = Field(None, pattern=r"^https?://")
@@ -34,10 +34,10 @@ class WebhookSettings(BaseModel):
 
 
 class NotifySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS))
-    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
-    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    telegram: TelegramSettings = Field(default_factory=dict, validate_default=True)
+    webhook: WebhookSettings = Field(default_factory=dict, validate_default=True)
     send_timeout_s: float = Field(10.0, gt=0)
     max_attempts: int = Field(20, ge=1)  # then the notification is given up (still listed)

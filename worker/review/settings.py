@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class ReviewerSettings(BaseModel):
     """One reviewer: whether it runs, how often, and through which agent and model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     enabled: bool = True
     interval: int = Field(
@@ -31,7 +31,7 @@ class ReviewerSettings(BaseModel):
 
 
 class UrgencyWeights(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     verify_failed: float = Field(default=0.3, ge=0)  # spec: QA failure +0.3
     abort: float = Field(default=1.0, ge=0)  # spec: task abort +1.0 (immediate)
@@ -47,31 +47,21 @@ REVIEWER_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _style() -> ReviewerSettings:
-    return ReviewerSettings.model_validate(REVIEWER_DEFAULTS["style"])
-
-
-def _design() -> ReviewerSettings:
-    return ReviewerSettings.model_validate(REVIEWER_DEFAULTS["design"])
-
-
-def _knowledge() -> ReviewerSettings:
-    return ReviewerSettings.model_validate(REVIEWER_DEFAULTS["knowledge"])
-
-
-def _urgency() -> UrgencyWeights:
-    return UrgencyWeights()
-
-
 class ReviewSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     enabled: bool = True
     knowledge_dir: Path = Path("docs/knowledge")  # relative to the workspace
-    style: ReviewerSettings = Field(default_factory=_style)
-    design: ReviewerSettings = Field(default_factory=_design)
-    knowledge: ReviewerSettings = Field(default_factory=_knowledge)
-    urgency: UrgencyWeights = Field(default_factory=_urgency)
+    style: ReviewerSettings = Field(
+        default_factory=lambda: REVIEWER_DEFAULTS["style"], validate_default=True
+    )
+    design: ReviewerSettings = Field(
+        default_factory=lambda: REVIEWER_DEFAULTS["design"], validate_default=True
+    )
+    knowledge: ReviewerSettings = Field(
+        default_factory=lambda: REVIEWER_DEFAULTS["knowledge"], validate_default=True
+    )
+    urgency: UrgencyWeights = Field(default_factory=dict, validate_default=True)
     # Heavy churn: a task whose diff changes this many lines, or that took this many iterations.
     churn_lines: int = Field(default=400, gt=0)
     churn_iterations: int = Field(default=6, gt=0)

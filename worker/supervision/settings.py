@@ -18,7 +18,7 @@ no public default exists the number is ours, and the comment says so.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -50,7 +50,7 @@ class Threshold(BaseModel):
     check (when `stop_on_urgent`); None means the anomaly never becomes urgent.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     warn: int = Field(ge=2)
     urgent: int | None = Field(None, ge=2)
@@ -62,28 +62,29 @@ class Threshold(BaseModel):
         return self
 
 
-def _thresholds() -> dict[str, Threshold]:
+def _thresholds() -> dict[str, dict[str, int]]:
+    # Data, validated as part of the settings (see worker/config.py).
     return {
         # identical tool call: nudge at 3, escalate at 5 (Cline 3/5, Roo 3, OpenCode 3;
         # Gemini CLI halts at 5).
-        "loop": Threshold(warn=3, urgent=5),
+        "loop": {"warn": 3, "urgent": 5},
         # same call failing with the same error: 3 (OpenHands; SWE-agent requeries 3). The
         # urgent point is ours: the nudge had as many failures again to work.
-        "repeated_error": Threshold(warn=3, urgent=6),
+        "repeated_error": {"warn": 3, "urgent": 6},
         # identical assistant messages (monologue): 3 (OpenHands); urgent doubled (ours).
-        "repeated_message": Threshold(warn=3, urgent=6),
+        "repeated_message": {"warn": 3, "urgent": 6},
         # A-B-A-B-A-B alternation: 6 (OpenHands); urgent is ours (10 = two more cycles).
-        "oscillation": Threshold(warn=6, urgent=10),
+        "oscillation": {"warn": 6, "urgent": 10},
         # the same CLI-level error (no tool ever ran) in consecutive sessions: nudge at 2,
         # urgent at 3, the "same error 3 times" of OpenHands and SWE-agent's 3 requeries.
-        "cli_error": Threshold(warn=2, urgent=3),
+        "cli_error": {"warn": 2, "urgent": 3},
     }
 
 
 class ToolSettings(BaseModel):
     """Per-tool overrides: `[supervision.tools.<ToolName>]`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     exempt: bool = False  # a polling tool: repeating it is its job
     loop: Threshold | None = None
@@ -98,7 +99,7 @@ class PaceSettings(BaseModel):
     profile; levels from `inject_from` up are injected (the spec acts on contingent and up).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     escalations: dict[str, int] = Field(
         default_factory=lambda: {"alternate": 1, "contingent": 2, "emergency": 3}
@@ -134,10 +135,10 @@ class PaceSettings(BaseModel):
 
 
 class SupervisionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     enabled: bool = True  # the global switch: off = nothing checked, written or injected
-    thresholds: dict[str, Threshold] = Field(default_factory=_thresholds)
+    thresholds: dict[str, Threshold] = Field(default_factory=_thresholds, validate_default=True)
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     # Claude Code's polling tools: reading a background shell's output again is not a loop.
     exempt_tools: list[str] = Field(default_factory=lambda: ["BashOutput", "TaskOutput"])
@@ -191,14 +192,16 @@ class SupervisionSettings(BaseModel):
     stop_on_urgent: bool = True  # cut a tight loop short instead of waiting for the timeout
     max_steering_lines: int = Field(3, ge=1)  # the spec: minimal tokens, maximum signal
     actions: dict[str, str] = Field(default_factory=dict)  # kind -> replacement action text
-    pace: PaceSettings = Field(default_factory=PaceSettings)
+    pace: PaceSettings = Field(default_factory=dict, validate_default=True)
     reports: bool = True  # write <reports>/<machine-id>_latest.json at every iteration
     stale_after_s: float | None = Field(None, gt=0)  # None: twice the iteration timeout
 
-    @field_validator("thresholds")
+    @field_validator("thresholds", mode="before")
     @classmethod
-    def _merge_thresholds(cls, value: dict[str, Threshold]) -> dict[str, Threshold]:
+    def _merge_thresholds(cls, value: Any) -> Any:
         """A worker.toml naming one kind keeps the defaults of the others."""
+        if not isinstance(value, dict):
+            return value  # not a table: pydantic says so
         defaults = _thresholds()
         unknown = sorted(set(value) - set(defaults))
         if unknown:

@@ -14,7 +14,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 class GitHubSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
     # model, and reading `list`'s signature, as it does for a factory, loads Python's
