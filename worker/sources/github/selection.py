@@ -17,10 +17,11 @@ from worker.models import Task
 from worker.sources.github.settings import GitHubSettings
 
 SOURCE = "github"
-_AGENT = re.compile(r"^[\s>*_-]*agent[*_]*\s*:[*_\s]*(?P<value>[^\n]*?)[*_\s]*$", re.I | re.M)
-_TASK_ID = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]{0,9})$")
-_P_LABEL = re.compile(r"^p([0-9])$", re.I)
-_PRIORITY_LABEL = re.compile(r"^priority\s*[:/-]\s*(.+)$", re.I)
+# Compiled at their first use (`re`'s own cache): runs without GitHub never read them.
+_AGENT = r"(?im)^[\s>*_-]*agent[*_]*\s*:[*_\s]*(?P<value>[^\n]*?)[*_\s]*$"
+_TASK_ID = r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]{0,9})$"
+_P_LABEL = r"(?i)^p([0-9])$"
+_PRIORITY_LABEL = r"(?i)^priority\s*[:/-]\s*(.+)$"
 _PRIORITY_WORDS = {
     "critical": 0,
     "urgent": 0,
@@ -48,7 +49,7 @@ def task_id(repo: str, number: int) -> str:
 
 def parse_task_id(value: str) -> tuple[str, int] | None:
     """`owner/name#123` -> ("owner/name", 123); None for anything else."""
-    match = _TASK_ID.match(value.strip())
+    match = re.match(_TASK_ID, value.strip())
     return (match["repo"], int(match["number"])) if match else None
 
 
@@ -64,7 +65,7 @@ def assignee_logins(issue: dict[str, Any]) -> list[str]:
 
 def agent_field(body: str | None) -> str | None:
     """The value of the first `Agent:` line of the body, or None when there is none."""
-    match = _AGENT.search(body or "")
+    match = re.search(_AGENT, body or "")
     return match["value"].strip() if match else None
 
 
@@ -85,11 +86,11 @@ def priority_of(labels: list[str]) -> int:
     """The most urgent priority named by the labels; DEFAULT_PRIORITY without one."""
     found = []
     for name in labels:
-        match = _P_LABEL.match(name.strip())
+        match = re.match(_P_LABEL, name.strip())
         if match:
             found.append(int(match[1]))
             continue
-        match = _PRIORITY_LABEL.match(name.strip())
+        match = re.match(_PRIORITY_LABEL, name.strip())
         if match:
             word = match[1].strip().lower()
             if word.isdigit():
