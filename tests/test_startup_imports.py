@@ -105,16 +105,92 @@ def test_nothing_to_do_needs_neither_the_process_layer_nor_git(
     assert sorted(loaded.intersection((*ONLY_WITH_WORK, "rich", "xml.sax"))) == []
 
 
+# What a path with nothing to do (and no worker.toml) does not import, each kept where the code
+# that needs it runs: the TOML parser (only with a worker.toml to read), the notification
+# channels (only with something to send), the daily cap's wait (only when a task reaches it),
+# the agents' preflight (only with a task to take); and, for a dry run, which records and
+# notifies nothing, the retention of records, the notifier and the spend.
+KEPT_OFF = {
+    "idle run": ("tomllib", "worker.notify.channels", "worker.waits.saving", "worker.agents.infra"),
+    "dry run": (
+        "tomllib",
+        "worker.notify.channels",
+        "worker.waits.saving",
+        "worker.agents.infra",
+        "worker.agents.registry",
+        "worker.retention",
+        "worker.notify.events",
+        "worker.notify.outbox",
+        "worker.costs",
+    ),
+    "status": ("tomllib", "worker.notify.channels", "worker.waits.saving"),
+}
+
+
+@pytest.mark.parametrize(
+    ("argv", "kept_off"),
+    [
+        (("run", "--json"), KEPT_OFF["idle run"]),
+        (("run", "--dry-run", "--json"), KEPT_OFF["dry run"]),
+        (("status", "--json"), KEPT_OFF["status"]),
+    ],
+    ids=list(KEPT_OFF),
+)
+def test_nothing_to_do_imports_no_toml_parser_channel_or_preflight(
+    workspace: Path, argv: tuple[str, ...], kept_off: tuple[str, ...]
+) -> None:
+    """With no worker.toml and nothing to do, an idle run, a dry run and `status` import
+    none of KEPT_OFF's modules for their path."""
+    loaded = _modules_of(workspace, *argv)
+    assert "worker.kernel.snapshot" in loaded  # it did look at the sources
+    assert sorted(loaded.intersection(kept_off)) == []
+
+
+def test_nothing_to_do_compiles_no_pattern_it_never_matches(workspace: Path) -> None:
+    """The reply rules, GitHub's issue patterns and the fleet URL's password patterns are
+    compiled at their first use, which an idle run, a dry run and `status` with nothing to
+    do never reach; nor do they load Python's tokenizer (pydantic reads the signature of a
+    default factory, and `list`'s is parsed by it)."""
+    code = (
+        "import re, sys\n"
+        "compiled = set()\n"
+        "inner = re._compile  # what re.compile and re.match alike go through\n"
+        "def spy(pattern, flags):\n"
+        "    compiled.add(pattern)\n"
+        "    return inner(pattern, flags)\n"
+        "re._compile = spy\n"
+        "from worker.cli.app import app\n"
+        "for argv in (['run', '--json'], ['run', '--dry-run', '--json'], ['status', '--json']):\n"
+        f"    sys.argv = ['worker', *argv, '--workspace', {str(workspace)!r}]\n"
+        "    try:\n        app()\n    except SystemExit:\n        pass\n"
+        "import tokenize\n"
+        "from worker.fleet import settings as fleet\n"
+        "from worker.kernel import replies\n"
+        "from worker.sources.github import selection as github\n"
+        "patterns = {\n"
+        "    'replies': [rule[1] for rule in replies._RULES],\n"
+        "    'github': [github._AGENT, github._TASK_ID, github._P_LABEL, github._PRIORITY_LABEL],\n"
+        "    'fleet': [fleet._URL_PASSWORD, fleet._DSN_PASSWORD],\n"
+        "    'tokenizer': [tokenize.PseudoToken],\n"
+        "}\n"
+        "print(len(compiled) > 0, sorted(name for name, some in patterns.items()\n"
+        "    if any(getattr(p, 'pattern', p) in compiled for p in some)))\n"
+    )
+    assert _modules_after(code) == "True []"
+
+
 def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path) -> None:
     """The inbox message, wait state, note, order file and the model classifier's answer are
     pydantic models built at their first use (`defer_build`), which a dry run and `status`
-    with nothing to do never reach; the settings are built and validated."""
+    with nothing to do never reach. The settings are validated by `Settings`' one validator,
+    sections and defaults included: no section builds a validator of its own."""
     code = (
         "import sys\n"
         "from worker.cli.app import app\n"
         "for argv in (['run', '--dry-run', '--json'], ['status', '--json']):\n"
         f"    sys.argv = ['worker', *argv, '--workspace', {str(workspace)!r}]\n"
         "    try:\n        app()\n    except SystemExit:\n        pass\n"
+        "from pydantic import BaseModel\n"
         "from worker.config import Settings\n"
         "from worker.kernel.control import OrderFile\n"
         "from worker.kernel.replies import _ModelAnswer\n"
@@ -122,9 +198,16 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
         "from worker.waits.intercom import Note\n"
         "from worker.waits.state import WaitContext, WaitState\n"
         "models = [Settings, OrderFile, _ModelAnswer, Message, Note, WaitContext, WaitState]\n"
-        "print([m.__name__ for m in models if m.__pydantic_complete__])\n"
+        "from worker.notify.settings import TelegramSettings, WebhookSettings\n"
+        "from worker.review.settings import ReviewerSettings, UrgencyWeights\n"
+        "from worker.supervision.settings import PaceSettings, Threshold, ToolSettings\n"
+        "parts = [f.annotation for f in Settings.model_fields.values()\n"
+        "         if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)]\n"
+        "parts += [TelegramSettings, WebhookSettings, ReviewerSettings, UrgencyWeights,\n"
+        "          PaceSettings, Threshold, ToolSettings]\n"
+        "print(len(parts), [m.__name__ for m in models + parts if m.__pydantic_complete__])\n"
     )
-    assert _modules_after(code) == "['Settings']"
+    assert _modules_after(code) == "16 ['Settings']"
 
 
 def test_a_dry_run_in_a_fresh_repository_imports_only_what_it_uses(workspace: Path) -> None:
