@@ -54,9 +54,7 @@ class Mode(BaseModel):
     iteration_timeout_s: float | None = Field(None, alias="iterationTimeoutSeconds", gt=0)
     cost_cap_usd: float | None = Field(None, alias="costCapUsd", gt=0)
     permission_mode: str | None = Field(None, alias="permissionMode")
-    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
-    # model, and reading `list`'s signature, as it does for a factory, loads Python's
-    # tokenizer at every start.
+    # `[]`, not `default_factory=list` (worker/config.py says why)
     extra_args: list[str] = Field([], alias="extraArgs")
     match: list[str] = []  # words that auto-select this mode
     default: bool = False

@@ -16,9 +16,7 @@ class TelegramSettings(BaseModel):
     # The bot token is read from this environment variable when used, never stored or logged.
     token_env: str = "TELEGRAM_BOT_TOKEN"
     # Notifications go to these chats, and commands are obeyed from these chats only.
-    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
-    # model, and reading `list`'s signature, as it does for a factory, loads Python's
-    # tokenizer at every start.
+    # `[]`, not `default_factory=list` (worker/config.py says why)
     chat_ids: list[int] = []
     api_base: str = Field("https://api.telegram.org", pattern=r"^https?://")
     # Long polling during `worker serve` (Telegram's own examples use 25-30 s).

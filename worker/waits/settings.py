@@ -11,8 +11,6 @@ class WaitSettings(BaseModel):
     # Expire after 7 days by default, at most 30 (GitHub environments wait at most 30 days).
     expiry_days: float = Field(7.0, gt=0, le=30)
     recheck_interval_s: float = Field(300.0, ge=0)
-    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
-    # model, and reading `list`'s signature, as it does for a factory, loads Python's
-    # tokenizer at every start.
+    # `[]`, not `default_factory=list` (worker/config.py says why)
     approvers: list[str] = []
     usage_limit_margin_s: float = Field(120.0, ge=0)

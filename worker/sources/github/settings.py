@@ -16,9 +16,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 class GitHubSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
-    # `[]` rather than `default_factory=list`: pydantic copies a mutable default for each
-    # model, and reading `list`'s signature, as it does for a factory, loads Python's
-    # tokenizer at every start.
+    # `[]`, not `default_factory=list` (worker/config.py says why)
     repos: list[str] = []  # "owner/name"; empty = source off
     label: str = Field("roo-schedulable", min_length=1)  # the label that makes an issue a task
     # The `Agent:` field of the issue body must name one of these (case-insensitive).
