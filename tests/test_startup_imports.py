@@ -210,6 +210,36 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
     assert _modules_after(code) == "16 ['Settings']"
 
 
+def test_the_sections_validated_as_parts_of_the_settings_are_as_made_by_themselves(
+    workspace: Path,
+) -> None:
+    """Validating the sections as parts of `Settings`, defaults included, gives what each
+    section gives when made by itself; a worker.toml naming one streak threshold keeps the
+    defaults of the others, and an unknown one is still refused."""
+    from pydantic import BaseModel
+
+    from worker.config import Settings, load_settings
+    from worker.errors import ConfigError
+    from worker.supervision.settings import SupervisionSettings, Threshold
+
+    settings = load_settings(workspace)
+    sections = {
+        name: field.annotation
+        for name, field in Settings.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+    }
+    assert len(sections) == 9
+    assert {name: getattr(settings, name) for name in sections} == {
+        name: section() for name, section in sections.items()
+    }
+    (workspace / "worker.toml").write_text("[supervision.thresholds.loop]\nwarn = 4\n")
+    thresholds = load_settings(workspace).supervision.thresholds
+    assert thresholds == {**SupervisionSettings().thresholds, "loop": Threshold(warn=4)}
+    (workspace / "worker.toml").write_text("[supervision.thresholds.lop]\nwarn = 4\n")
+    with pytest.raises(ConfigError, match="lop"):
+        load_settings(workspace)
+
+
 def test_a_dry_run_in_a_fresh_repository_imports_only_what_it_uses(workspace: Path) -> None:
     """Nothing to do: no adapter at all, no notification channel, no fleet, no psutil."""
     git(workspace, "init", "-q")
