@@ -39,6 +39,8 @@ class Lookups:
 
     def replies_to(self, state: WaitState) -> list[tuple[Path, Message]]:
         """Unread inbox replies addressed to this machine that answer this task."""
+        if not self._all_replies():
+            return []  # the usual case: nothing to match a thousand waits against
         ids = {state.task_id}
         thread = state.source_ref.get("thread_id")
         if isinstance(thread, str) and thread:
