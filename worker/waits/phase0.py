@@ -76,7 +76,7 @@ def scan(
     gone = {p for p, _ in expired}
     live = [(p, s) for p, s in loaded if p not in gone] if gone else loaded
     waits, known = _waitings(settings, live, rows, now)
-    lookups = Lookups(settings, dry_run=dry_run)
+    lookups = Lookups(settings, dry_run=dry_run, store=None if dry_run else store)
     ctx = CheckContext(settings, now, lookups)
     if github is None and ledger is not None and _needs_github(waits):
         github = _client_look(settings, store)
