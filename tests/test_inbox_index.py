@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,9 @@ def _rows(store: Store) -> int:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "state" / "worker.db")
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "state" / "worker.db") as opened:
+        yield opened
 
 
 @pytest.fixture
@@ -126,8 +128,10 @@ def test_a_file_changed_too_recently_is_not_remembered_and_is_read_on_every_run(
     inbox: Path, store: Store, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its signature might not move if it changed again within the same clock tick."""
-    _message(inbox, "m.json", "machine-2")
-    later(monkeypatch, inbox_index.SETTLE_NS / 1e9 / 2)  # half the settling time
+    path = _message(inbox, "m.json", "machine-2")
+    changed_ns = max(path.stat().st_mtime_ns, path.stat().st_ctime_ns)
+    # Every read happens half the settling time after the file's last change.
+    monkeypatch.setattr(inbox_index, "_now_ns", lambda: changed_ns + inbox_index.SETTLE_NS // 2)
     assert _read(inbox, store) == []
     assert _read(inbox, store) == []
     assert reads == ["m.json", "m.json"] and _rows(store) == 0
