@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from worker.config import Settings
 
 # What a lock another process holds looks like: EWOULDBLOCK (= EAGAIN) from flock, EACCES
-# from some network file systems and from msvcrt.locking, EDEADLK (= EDEADLOCK) from
-# msvcrt.locking once its retries are spent.
+# from some network file systems and from msvcrt.locking's non-blocking mode (the C runtime's
+# `_locking`), EDEADLK (= EDEADLOCK) from its blocking mode, which gives up after ten tries.
 _HELD = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES, errno.EDEADLK})
 
 if sys.platform == "win32":
