@@ -164,6 +164,20 @@ def test_the_index_is_kept_per_machine_id(
     assert _read(inbox, store, me="machine-2") == ["m.json"]  # another id reads it again
 
 
+def test_files_remembered_under_another_mentions_rule_are_read_again(
+    inbox: Path, store: Store, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose idea of "mentions this machine" changed does not trust what an older
+    rule remembered as not ours."""
+    _message(inbox, "m.json", "machine-2")
+    later(monkeypatch, 10)
+    _read(inbox, store)
+    reads.clear()
+    monkeypatch.setattr(inbox_index, "MENTIONS_RULE", "id-alias-or-all/2")
+    assert _read(inbox, store) == []
+    assert reads == ["m.json"]
+
+
 def test_a_symbolic_link_is_always_read(
     inbox: Path, store: Store, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,6 +35,10 @@ from worker.store import Store, script
 log = logging.getLogger(__name__)
 
 SETTLE_NS = 2_000_000_000
+# What "mentions this machine" means (worker/sources/message.py: the machine's id or "all" as
+# JSON writes it). A remembered "not ours" holds only under the rule it was decided by: change
+# this when that rule changes, and every file is read again once.
+MENTIONS_RULE = "id-or-all/1"
 SUPPORTED = os.name == "posix" and os.stat in os.supports_dir_fd
 _PACK = struct.Struct("<QqqQ").pack  # size, mtime_ns, ctime_ns, inode: exact, 32 bytes
 _BATCH = 50_000  # rows written per transaction (a million files is twenty)
@@ -64,7 +68,7 @@ class IndexedRead:
 
     def __init__(self, store: Store, folder: Path, machine_id: str) -> None:
         self.store = store
-        self.scope = f"{machine_id}\n{folder}"  # what mentions us depends on the id
+        self.scope = f"{MENTIONS_RULE}\n{machine_id}\n{folder}"  # "not ours" holds for these
         self.started_ns = _now_ns()
         store.ensure("inbox_index", MIGRATIONS)
         cursor = store.db.cursor()
