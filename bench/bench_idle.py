@@ -7,7 +7,9 @@ The two run in turn, round after round (see bench/timing.py); ratios are pair by
 medians. Supervision and the other defaults are as shipped.
 
 Goals: 10,000 messages and 1,000 waits <= 1.5x the floor; 1,000,000 messages <= 1.2x the floor
-with a peak of at most 300 MB.
+with a peak of at most 300 MB. Since the libraries alone miss the first (the least Typer app on
+pydantic plus the reading is already about 2.5x the floor), worker's own share has a goal of its
+own: beyond start-up at most 1.2x the floor's reading (`beyond_start_up`).
 
 At 10,000 messages the same rounds also run the libraries' floors (bench/timing.py: Typer and
 pydantic imported, and the least Typer app validating one pydantic model) and the idle run of
@@ -189,6 +191,11 @@ def main() -> None:
     small = case(args.messages, args.waits, rounds, breakdown=True)
     small["goal_ratio"] = 1.5
     small["meets_goal"] = small["idle_run"]["ratio_wall"] <= 1.5  # type: ignore[index]
+    # Worker's own share, the goal the team set where the libraries alone miss 1.5x: beyond
+    # start-up, at most 1.2x the floor's reading.
+    own = small["beyond_start_up"]
+    own["goal_ratio"] = 1.2  # type: ignore[index]
+    own["meets_own_share_goal"] = own["ratio"] <= 1.2  # type: ignore[index]
     out["idle"] = small
     if os.environ.get("WORKER_BENCH_1M"):
         large = case(1_000_000, 0, rounds, breakdown=False)
