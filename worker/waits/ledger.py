@@ -85,7 +85,13 @@ def _v2(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [_v1, _v2]
+def _v3(db: sqlite3.Connection) -> None:
+    """Which rules of `worker.waits.validate` (its `RULES`) each record passed when it was
+    written: a record of the current rules is not checked again when read (0: older ones)."""
+    db.execute("ALTER TABLE wait_records ADD COLUMN rules INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS = [_v1, _v2, _v3]
 
 
 @dataclass

@@ -26,8 +26,10 @@ from worker.errors import MalformedInput
 from worker.fsutil import atomic_write_text, quarantine, read_text
 from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
+from worker.waits.validate import RULES
 from worker.waits.state import (
     WaitState,
+    checked,
     complete,
     file_name,
     load_wait_state,
@@ -67,9 +69,9 @@ def save_wait(
         _ensure(db)
         with db.transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO wait_records(file, task_id, text, saved_at)"
-                " VALUES (?, ?, ?, ?)",
-                (path.name, state.task_id, text, time.time()),
+                "INSERT OR REPLACE INTO wait_records(file, task_id, text, saved_at, rules)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (path.name, state.task_id, text, time.time(), RULES),  # `complete` checked it
             )
     atomic_write_text(path, text)
     return path
@@ -112,13 +114,22 @@ def forget(settings: Settings, path: Path, store: Store | None = None) -> None:
             conn.execute("DELETE FROM wait_records WHERE file = ?", (path.name,))
 
 
+class Records(dict[str, str]):
+    """File name -> the text worker wrote; `checked`: the names whose text passed the current
+    rules when it was written (`validate.RULES`), read back without checking them again."""
+
+    checked: frozenset[str] = frozenset()
+
+
 def recorded(settings: Settings, store: Store | None = None) -> dict[str, str]:
     """File name -> the text worker wrote. Without a store (a dry run, a read-only command)
     the database is read without being created or changed."""
     if store is not None:
         _ensure(store)
-        rows = store.db.execute("SELECT file, text FROM wait_records")
-        return {row[0]: row[1] for row in rows}
+        rows = store.db.execute("SELECT file, text, rules FROM wait_records").fetchall()
+        found = Records((row[0], row[1]) for row in rows)
+        found.checked = frozenset(row[0] for row in rows if row[2] == RULES)
+        return found
     if not settings.db_path.exists():
         return {}
     uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
@@ -142,7 +153,8 @@ def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | 
         except MalformedInput as exc:  # say what else is wrong with it, naming the field
             problem += f"; besides, {exc}"
         return None, problem
-    state = WaitState.model_validate_json(text)
+    checked_when_written = path.name in getattr(records, "checked", ())
+    state = checked(text) if checked_when_written else WaitState.model_validate_json(text)
     try:
         actual = read_text(path)
     except (OSError, UnicodeDecodeError):

@@ -15,7 +15,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from worker.errors import MalformedInput, describe_validation
 from worker.fsutil import json_files
@@ -27,6 +35,10 @@ from worker.waits.validate import CONDITIONS
 __all__ = ["CONDITIONS", "WaitContext", "WaitState", "complete", "load_wait_state"]
 
 SCHEMA_VERSION = 1
+
+# The validation context of a wait read back from worker's record, which passed the current
+# rules when it was written (`validate.RULES`): their checks are not run again.
+_CHECKED: dict[str, int] = {"rules": validate.RULES}
 
 
 class WaitContext(BaseModel):
@@ -64,22 +76,26 @@ class WaitState(BaseModel):
     modes_used: list[str] = Field(default_factory=list, alias="modesUsed")
     cost_usd: float = Field(0.0, alias="costUsd")
 
-    # The checks of worker.waits.validate, on every read and every write.
+    # The checks of worker.waits.validate, on every write and every read (but that of a
+    # record which passed them when written: `checked`).
     @field_validator("timestamp", "last_active_at", "expires_at", "resume_at")
     @classmethod
-    def _in_range(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else validate.check_moment(value)
+    def _in_range(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if value is None or info.context is _CHECKED:
+            return value
+        return validate.check_moment(value)
 
     @field_validator("resume_when")
     @classmethod
-    def _known_condition(cls, value: str) -> str:
-        validate.parse_resume_when(value)
+    def _known_condition(cls, value: str, info: ValidationInfo) -> str:
+        if info.context is not _CHECKED:
+            validate.parse_resume_when(value)
         return value
 
     @model_validator(mode="after")
-    def _time_has_moment(self) -> WaitState:
+    def _time_has_moment(self, info: ValidationInfo) -> WaitState:
         # Only a `time` wait can lack its moment (its condition was checked above).
-        if self.resume_at is None and self.condition == "time":
+        if info.context is not _CHECKED and self.resume_at is None and self.condition == "time":
             validate.check_time_has_moment(self.resume_when, self.resume_at)
         return self
 
@@ -103,6 +119,12 @@ class WaitState(BaseModel):
             json.dumps(self.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2)
             + "\n"
         )
+
+
+def checked(text: str) -> WaitState:
+    """A wait recorded by worker under the current rules (`validate.RULES`), from its record:
+    parsed and typed as any other, without running again the checks it passed when written."""
+    return WaitState.model_validate_json(text, context=_CHECKED)
 
 
 def task_of(state: WaitState, inbox: Path | None = None) -> Task:

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+# The version of these checks. worker records which version each wait passed when it was
+# written, and reads a recorded wait of the current version back without checking it again:
+# change what a check accepts, and this number goes up (the older records are checked anew).
+RULES = 1
+
 CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
 
 # Dates outside these bounds are typing mistakes or attacks, not waits; the upper bound leaves
