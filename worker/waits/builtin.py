@@ -115,7 +115,12 @@ class UserApproval:
     name = "user_approval"
 
     def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
-        out = [self._local(ctx, wait) for wait in waits]
+        if ctx.lookups.quiet():  # no note, no reply: nothing local for any wait
+            out = [Verdict() for _ in waits]
+        else:
+            out = [self._local(ctx, wait) for wait in waits]
+        if ctx.github is None:  # no GitHub look this run: nothing remote to add
+            return out
         pending = [i for i, verdict in enumerate(out) if verdict.answer is None]
         remote = [waits[i] for i in pending]
         for index, verdict in zip(pending, github_approval(ctx, remote), strict=True):

@@ -25,12 +25,14 @@ class Lookups:
     _folders: set[str] | None = None  # the intercom's task folders, listed once
     _intercom: Path = field(init=False)
 
+    def quiet(self) -> bool:
+        """No task has an intercom folder and no reply waits in the inbox: no wait has a
+        note or a reply (most runs; a condition then answers a thousand waits at once)."""
+        return not self._intercom_folders() and not self._all_replies()
+
     def notes(self, path: Path) -> list[tuple[Path, Note]]:
         """The unread intercom notes of the task whose wait-state file is `path`."""
-        if self._folders is None:
-            self._intercom = intercom.root(self.settings)
-            self._folders = {folder.name for folder in subfolders(self._intercom)}
-        if path.stem not in self._folders:
+        if path.stem not in self._intercom_folders():
             return []  # most waits have no notes: no folder to look into
         folder = self._intercom / path.stem
         if folder not in self._notes:
@@ -38,6 +40,12 @@ class Lookups:
                 self.settings, folder, quarantine_bad=not self.dry_run
             )
         return self._notes[folder]
+
+    def _intercom_folders(self) -> set[str]:
+        if self._folders is None:
+            self._intercom = intercom.root(self.settings)
+            self._folders = {folder.name for folder in subfolders(self._intercom)}
+        return self._folders
 
     def replies_to(self, state: WaitState) -> list[tuple[Path, Message]]:
         """Unread inbox replies addressed to this machine that answer this task."""

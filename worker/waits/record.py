@@ -142,10 +142,11 @@ def recorded(settings: Settings, store: Store | None = None) -> dict[str, str]:
 
 def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | None]:
     """The wait at `path` as recorded, and what is wrong with the file (None: nothing)."""
-    text = records.get(path.name)
+    name = path.name
+    text = records.get(name)
     if text is None:
         problem = (
-            f"{path.name}: {UNRECORDED}: worker has no record of this wait (a wait state is "
+            f"{name}: {UNRECORDED}: worker has no record of this wait (a wait state is "
             "written by worker itself, never taken from a file)"
         )
         try:
@@ -153,15 +154,17 @@ def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | 
         except MalformedInput as exc:  # say what else is wrong with it, naming the field
             problem += f"; besides, {exc}"
         return None, problem
-    checked_when_written = path.name in getattr(records, "checked", ())
-    state = checked(text) if checked_when_written else WaitState.model_validate_json(text)
+    if name in getattr(records, "checked", ()):  # it passed the current rules when written
+        state = checked(text)
+    else:
+        state = WaitState.model_validate_json(text)
     try:
         actual = read_text(path)
     except (OSError, UnicodeDecodeError):
         actual = None
     if actual != text:
         return state, (
-            f"{path.name}: {EDITED}: the file was changed outside worker; the change is "
+            f"{name}: {EDITED}: the file was changed outside worker; the change is "
             "ignored and the recorded wait kept"
         )
     return state, None
