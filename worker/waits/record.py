@@ -26,7 +26,6 @@ from worker.errors import MalformedInput
 from worker.fsutil import atomic_write_text, quarantine, read_text
 from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
-from worker.waits.validate import RULES
 from worker.waits.state import (
     WaitState,
     checked,
@@ -35,6 +34,7 @@ from worker.waits.state import (
     load_wait_state,
     wait_state_files,
 )
+from worker.waits.validate import RULES
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -121,9 +121,9 @@ class Records(dict[str, str]):
     checked: frozenset[str] = frozenset()
 
 
-def recorded(settings: Settings, store: Store | None = None) -> dict[str, str]:
+def recorded(settings: Settings, store: Store | None = None) -> Records:
     """File name -> the text worker wrote. Without a store (a dry run, a read-only command)
-    the database is read without being created or changed."""
+    the database is read without being created or changed (and each record checked in full)."""
     if store is not None:
         _ensure(store)
         rows = store.db.execute("SELECT file, text, rules FROM wait_records").fetchall()
@@ -131,13 +131,13 @@ def recorded(settings: Settings, store: Store | None = None) -> dict[str, str]:
         found.checked = frozenset(row[0] for row in rows if row[2] == RULES)
         return found
     if not settings.db_path.exists():
-        return {}
+        return Records()
     uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            return dict(conn.execute("SELECT file, text FROM wait_records").fetchall())
+            return Records(conn.execute("SELECT file, text FROM wait_records").fetchall())
     except sqlite3.Error:
-        return {}  # an older database without the table: nothing recorded yet
+        return Records()  # an older database without the table: nothing recorded yet
 
 
 def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | None]:
