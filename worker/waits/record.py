@@ -28,9 +28,9 @@ from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import (
     WaitState,
-    checked,
     complete,
     file_name,
+    from_record,
     load_wait_state,
     wait_state_files,
 )
@@ -155,7 +155,7 @@ def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | 
             problem += f"; besides, {exc}"
         return None, problem
     if name in getattr(records, "checked", ()):  # it passed the current rules when written
-        state = checked(text)
+        state = from_record(text)
     else:
         state = WaitState.model_validate_json(text)
     try:

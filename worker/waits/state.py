@@ -77,7 +77,7 @@ class WaitState(BaseModel):
     cost_usd: float = Field(0.0, alias="costUsd")
 
     # The checks of worker.waits.validate, on every write and every read (but that of a
-    # record which passed them when written: `checked`).
+    # record which passed them when written: `from_record`).
     @field_validator("timestamp", "last_active_at", "expires_at", "resume_at")
     @classmethod
     def _in_range(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
@@ -121,7 +121,7 @@ class WaitState(BaseModel):
         )
 
 
-def checked(text: str) -> WaitState:
+def from_record(text: str) -> WaitState:
     """A wait recorded by worker under the current rules (`validate.RULES`), from its record:
     parsed and typed as any other, without running again the checks it passed when written."""
     return WaitState.model_validate_json(text, context=_CHECKED)
