@@ -175,10 +175,11 @@ def test_each_file_checks_the_same_against_records_of_either_rules(
 
 
 def test_records_of_older_rules_and_of_an_upgraded_database_are_checked_in_full(
-    workspace: Path, tmp_path: Path
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A wait saved now carries the current rules; a row written without them (an older
-    worker, a database upgraded to the rules column) is not among the checked ones."""
+    worker, a database upgraded to the rules column) is not among the checked ones, and no
+    record is once the rules change."""
     settings = _settings(tmp_path, "up")
     with Store(settings.db_path) as store:
         path = save_wait(settings, WaitState.model_validate(_data("new", "user_approval")), store)
@@ -189,6 +190,8 @@ def test_records_of_older_rules_and_of_an_upgraded_database_are_checked_in_full(
             )
         rows = dict(store.db.execute("SELECT file, rules FROM wait_records").fetchall())
         records = record.recorded(settings, store)
+        monkeypatch.setattr(record, "RULES", RULES + 1)
+        assert not record.recorded(settings, store).checked
     assert rows == {"new.json": RULES, "older.json": 0}
     assert records.checked == {"new.json"}
     # A read-only reader (a dry run) checks every record in full.

@@ -10,6 +10,9 @@ wrote; every reader takes the wait from that record, never from the file alone:
   the edit is ignored, the edited copy kept in `rejected/` with `WAIT_STATE_EDITED`, and the
   file written back as recorded;
 - a record whose file is gone ended (the resumed run, an expiry, a cancel each drop it).
+
+A record also keeps the version of the checks its wait passed when written
+(`validate.RULES`): read back under the same version, they are not run again.
 """
 
 from __future__ import annotations

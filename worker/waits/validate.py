@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 # The version of these checks. worker records which version each wait passed when it was
-# written, and reads a recorded wait of the current version back without checking it again:
-# change what a check accepts, and this number goes up (the older records are checked anew).
+# written, and reads a recorded wait of the current version back without running them again
+# (the model's own types and constraints still run on every read): change what a check here
+# accepts, and this number goes up (the older records are then checked anew).
 RULES = 1
 
 CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
