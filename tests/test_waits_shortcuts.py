@@ -28,7 +28,7 @@ from worker.waits import intercom, phase0, record
 from worker.waits.builtin import UserApproval
 from worker.waits.conditions import CheckContext, Waiting
 from worker.waits.github_checks import github_approval
-from worker.waits.ledger import Ledger
+from worker.waits.ledger import MIGRATIONS, Ledger
 from worker.waits.lookups import Lookups
 from worker.waits.record import save_wait
 from worker.waits.state import WaitState
@@ -190,13 +190,35 @@ def test_records_of_older_rules_and_of_an_upgraded_database_are_checked_in_full(
             )
         rows = dict(store.db.execute("SELECT file, rules FROM wait_records").fetchall())
         records = record.recorded(settings, store)
-        monkeypatch.setattr(record, "RULES", RULES + 1)
-        assert not record.recorded(settings, store).checked
+        with monkeypatch.context() as changed:
+            changed.setattr(record, "RULES", RULES + 1)
+            assert not record.recorded(settings, store).checked
     assert rows == {"new.json": RULES, "older.json": 0}
     assert records.checked == {"new.json"}
-    # A read-only reader (a dry run) checks every record in full.
+    # A read-only reader (a dry run) sees the same, and checks every record anew once the
+    # rules change.
     read_only = record.recorded(settings)
-    assert read_only == records and not read_only.checked
+    assert read_only == records and read_only.checked == {"new.json"}
+    monkeypatch.setattr(record, "RULES", RULES + 1)
+    assert not record.recorded(settings).checked
+
+
+def test_a_read_only_reader_of_a_database_not_yet_upgraded_checks_its_records_in_full(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A dry run against a database of the records' first version (no rules kept, upgraded
+    by the next real run) finds every record, none taken as checked."""
+    settings = _settings(tmp_path, "v2")
+    text = json.dumps(_data("v2", "user_approval"))
+    with Store(settings.db_path) as store:
+        store.ensure("waits", MIGRATIONS[:2])
+        with store.transaction() as db:
+            db.execute(
+                "INSERT INTO wait_records(file, task_id, text, saved_at) VALUES (?, ?, ?, 0)",
+                ("v2.json", "v2", text),
+            )
+    records = record.recorded(settings)
+    assert records == {"v2.json": text} and not records.checked
 
 
 def _waits(settings: Settings, store: Store, count: int) -> list[Waiting]:

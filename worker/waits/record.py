@@ -124,23 +124,32 @@ class Records(dict[str, str]):
     checked: frozenset[str] = frozenset()
 
 
+_SELECT = "SELECT file, text, rules FROM wait_records"
+
+
 def recorded(settings: Settings, store: Store | None = None) -> Records:
     """File name -> the text worker wrote. Without a store (a dry run, a read-only command)
-    the database is read without being created or changed (and each record checked in full)."""
+    the database is read without being created or changed."""
     if store is not None:
         _ensure(store)
-        rows = store.db.execute("SELECT file, text, rules FROM wait_records").fetchall()
-        found = Records((row[0], row[1]) for row in rows)
-        found.checked = frozenset(row[0] for row in rows if row[2] == RULES)
-        return found
+        return _records(store.db.execute(_SELECT).fetchall())
     if not settings.db_path.exists():
         return Records()
     uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            return Records(conn.execute("SELECT file, text FROM wait_records").fetchall())
+            try:
+                return _records(conn.execute(_SELECT).fetchall())
+            except sqlite3.OperationalError:  # records from before their rules were kept
+                return Records(conn.execute("SELECT file, text FROM wait_records").fetchall())
     except sqlite3.Error:
         return Records()  # an older database without the table: nothing recorded yet
+
+
+def _records(rows: list[tuple[str, str, int]]) -> Records:
+    found = Records((row[0], row[1]) for row in rows)
+    found.checked = frozenset(row[0] for row in rows if row[2] == RULES)
+    return found
 
 
 def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | None]:
