@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,3 +44,42 @@ class Anomaly:
         if isinstance(what, list):
             what = ",".join(str(item) for item in what)
         return f"{self.kind} ({self.level}) ×{self.count} {what} from event {self.start}"
+
+
+def _sighting_builder() -> Callable[[str, str, str, int, int, int, int, dict[str, Any]], Anomaly]:
+    # A frozen dataclass's __init__ sets each field through `object.__setattr__`, about 1 µs,
+    # and a long loop is sighted again at every result: this fills the same slots through
+    # their own descriptors (held in the closure) in half the time. The object is an Anomaly
+    # like any other, so its equality, hash and repr are Anomaly's own.
+    new = object.__new__
+    fields = ("kind", "level", "key", "start", "at", "count", "start_line", "evidence")
+    kind_, level_, key_, start_, at_, count_, line_, evidence_ = (
+        Anomaly.__dict__[name].__set__ for name in fields
+    )
+
+    def sighting(
+        kind: str,
+        level: str,
+        key: str,
+        start: int,
+        at: int,
+        count: int,
+        start_line: int,
+        evidence: dict[str, Any],
+    ) -> Anomaly:
+        anomaly = new(Anomaly)
+        kind_(anomaly, kind)
+        level_(anomaly, level)
+        key_(anomaly, key)
+        start_(anomaly, start)
+        at_(anomaly, at)
+        count_(anomaly, count)
+        line_(anomaly, start_line)
+        evidence_(anomaly, evidence)
+        return anomaly
+
+    return sighting
+
+
+# `Anomaly(kind, level, key, start, at, count, start_line, evidence)`, built faster.
+sighting = _sighting_builder()

@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
-from worker.supervision.anomaly import URGENT, WARN, Anomaly
+from worker.supervision.anomaly import URGENT, WARN, Anomaly, sighting
 from worker.supervision.progress import Knowledge, shell_writes
 from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
@@ -46,9 +46,14 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
     EventKind.OTHER,
 )
 _ASSISTANT = (_TEXT, _TOOL_CALL, _USAGE)
+_ONLY_STR = frozenset({str})
 # The failure class of a result in the cascade window: a non-empty name, or None for a success
-# (`any(map(...))` runs in C, where a generator over the window costs a Python frame per item).
+# (`map` runs in C, where a generator over the window costs a Python frame per item).
 _FAILURE = itemgetter(1)
+# Calls described at once (see _on_call), cleared when full: a few MB at the most.
+_DESCRIBED = 1024
+_DESCRIBED_CHARS = 4000
+_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False)
 
 
 class StreamDetectors:
@@ -61,19 +66,24 @@ class StreamDetectors:
         self.session_model: str | None = None
         self.seq = -1  # position of the last event in the task's event sequence
         self.turn = 0  # agent turns: an assistant message after tool results (or the start)
+        self.tool_calls = 0
         self.tool_failures = 0
+        self.errors = 0  # error events of the CLI and lines that are not JSON
         self.progress = 0  # successful file changes: progress_tools, or a shell that writes
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.context_fill: float | None = None
+        self.peak_context_fill: float | None = None
         self._volatile = frozenset(settings.volatile_keys)
         self._progress_tools = frozenset(settings.progress_tools)
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         # tool -> (exempt, loop threshold, repeated-error threshold), asked of settings once
         self._tools: dict[str, tuple[bool, Threshold | None, Threshold | None]] = {}
         self._in_turn = False
-        # tool_id -> (tool, canonical args, "tool args", seq, line, writes files) of the call
-        self._calls: dict[str, tuple[str, str, str, int, int, bool]] = {}
+        # tool_id -> ((tool, canonical args, "tool args", writes files), seq, line) of the call
+        self._calls: dict[str, tuple[tuple[str, str, str, bool], int, int]] = {}
+        # (tool, argument items) -> (tool, canonical args, "tool args", writes files)
+        self._described: dict[tuple[str, tuple[Any, ...]], tuple[str, str, str, bool]] = {}
         self._known = Knowledge()
         self._cli = CliErrors()
         self._reject = Rejections()
@@ -88,6 +98,9 @@ class StreamDetectors:
             maxlen=settings.cascade_window
         )
         self._cascade: dict[str, tuple[int, int]] = {}  # failure class -> (start, line)
+        # Whether the window holds a failure: a success empties it of failures, so the window
+        # is successes, then the failures since the last one.
+        self._failing = False
         self._context: tuple[int, int] | None = None
         self._since_progress = 0
         self._stall_start = (0, 0)
@@ -100,7 +113,7 @@ class StreamDetectors:
             _TEXT: self._on_text,
             _USAGE: self._on_usage,
             _SESSION: self._on_session,
-            _ERROR: self._on_cli_error,
+            _ERROR: self._on_error,
             _RESULT: self._on_end,
             _OTHER: self._on_other,
         }
@@ -146,12 +159,40 @@ class StreamDetectors:
             self._on_user_text(event, found)
 
     def _on_call(self, event: AgentEvent, found: list[Anomaly]) -> None:
-        tool = event.tool or "unknown"
-        args = canonical_args(event.args, self._volatile)
-        writes = tool in self._progress_tools or shell_writes(event.args)
+        self.tool_calls += 1
+        tool, args = event.tool or "unknown", event.args
+        # A call made before (a loop, a file read again) is described once: looked up by its
+        # tool and argument items, one dict lookup instead of canonical_args and shell_writes.
+        try:
+            seen = (tool, tuple(args.items()) if args else ())
+            described = self._described.get(seen)
+        except TypeError:  # a list or an object among the arguments: described every time
+            seen, described = None, None
+        if described is None:
+            described = self._describe(tool, args, seen)
         if event.tool_id:
-            key = f"{tool} {args}"  # what the knowledge and the alternation compare
-            self._calls[event.tool_id] = (tool, args, key, self.seq, event.index, writes)
+            self._calls[event.tool_id] = (described, self.seq, event.index)
+
+    def _describe(
+        self, tool: str, args: dict[str, Any] | None, seen: tuple[str, tuple[Any, ...]] | None
+    ) -> tuple[str, str, str, bool]:
+        """A call's tool, canonical arguments, key ("tool args", what the knowledge and the
+        alternation compare) and whether it writes files; kept for calls of short strings
+        (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
+        canonical = canonical_args(args, self._volatile)
+        writes = tool in self._progress_tools or shell_writes(args)
+        described = (tool, canonical, f"{tool} {canonical}", writes)
+        if seen is not None and (
+            not args
+            or (
+                set(map(type, args.values())) == _ONLY_STR == set(map(type, args))
+                and sum(map(len, args.values())) <= _DESCRIBED_CHARS
+            )
+        ):
+            if len(self._described) >= _DESCRIBED:
+                self._described.clear()
+            self._described[seen] = described
+        return described
 
     def _loop(
         self,
@@ -184,8 +225,8 @@ class StreamDetectors:
         # A pattern of results starts at the call of its first result.
         call = self._calls.pop(event.tool_id or "", None)
         if call is None:
-            call = ("unknown", "{}", "unknown {}", self.seq, event.index, False)
-        tool, args, key, seq, line, writes = call
+            call = (_UNKNOWN_CALL, self.seq, event.index)
+        (tool, args, key, writes), seq, line = call
         self._cli.worked()
         exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
         if exempt:
@@ -209,14 +250,20 @@ class StreamDetectors:
                 self._since_progress = 0
                 self._reject.reset()
             # A cascade forgets the failures before a success: the agent got going again.
-            if self._cascade or any(map(_FAILURE, self._results)):
+            if self._failing:
+                self._failing = False
                 self._results.clear()
                 self._cascade.clear()
         self._loop(tool, args, answer, loop_limit, seq, line, found)
         self._oscillation(tool, key, failed, seq, line, found)
         self._results.append((tool, cls, seq, line, self.turn))
         if failed:  # a success leaves no failure in the window (see above): no cascade
+            self._failing = True
             self._cascades(found)
+
+    def _on_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
+        self.errors += 1
+        self._on_cli_error(event, found)
 
     def _on_cli_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
         text = event.error or event.text or event.subtype or ""
@@ -358,6 +405,8 @@ class StreamDetectors:
         window = self.window()
         fill = tokens / window
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
+        if self.peak_context_fill is None or fill > self.peak_context_fill:
+            self.peak_context_fill = fill
         if fill < self.s.context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
@@ -396,7 +445,7 @@ class StreamDetectors:
         evidence: dict[str, Any],
     ) -> Anomaly:
         """An anomaly seen at the current event; `since` is (seq, line) of its first event."""
-        return Anomaly(kind, level, key, since[0], self.seq, count, since[1], evidence)
+        return sighting(kind, level, key, since[0], self.seq, count, since[1], evidence)
 
     def _threshold(self, kind: str, tool: str) -> Threshold | None:
         key = (kind, tool)
