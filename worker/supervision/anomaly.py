@@ -46,18 +46,62 @@ class Anomaly:
         return f"{self.kind} ({self.level}) ×{self.count} {what} from event {self.start}"
 
 
-def _sighting_builder() -> Callable[[str, str, str, int, int, int, int, dict[str, Any]], Anomaly]:
-    # A frozen dataclass's __init__ sets each field through `object.__setattr__`, about 1 µs,
-    # and a long loop is sighted again at every result: this fills the same slots through
-    # their own descriptors (held in the closure) in half the time. The object is an Anomaly
-    # like any other, so its equality, hash and repr are Anomaly's own.
+class Sighting:
+    """A pattern while it lasts (a streak, the context's episode), as last sighted.
+
+    A long loop is sighted again at every result, each time one longer: the detectors update
+    its Sighting in place rather than build an Anomaly each time, and a caller that wants the
+    record asks `anomaly()`. A new episode (another kind, key or start) is a new Sighting.
+    """
+
+    __slots__ = ("at", "count", "evidence", "key", "kind", "level", "line", "start")
+
+    def __init__(
+        self,
+        kind: str,
+        level: str,
+        key: str,
+        start: int,
+        at: int,
+        count: int,
+        line: int,
+        evidence: dict[str, Any],
+    ) -> None:
+        self.kind, self.level, self.key, self.start = kind, level, key, start
+        self.at, self.count, self.line, self.evidence = at, count, line, evidence
+
+    @classmethod
+    def of(cls, anomaly: Anomaly) -> Sighting:
+        return cls(*(getattr(anomaly, name) for name in _FIELDS))
+
+    def anomaly(self) -> Anomaly:
+        """The Anomaly of the latest sighting."""
+        return _anomaly(
+            self.kind,
+            self.level,
+            self.key,
+            self.start,
+            self.at,
+            self.count,
+            self.line,
+            self.evidence,
+        )
+
+
+_FIELDS = ("kind", "level", "key", "start", "at", "count", "start_line", "evidence")
+
+
+def _anomaly_builder() -> Callable[[str, str, str, int, int, int, int, dict[str, Any]], Anomaly]:
+    # A frozen dataclass's __init__ sets each field through `object.__setattr__`, about 1 µs:
+    # this fills the same slots through their own descriptors (held in the closure) in half
+    # the time. The object is an Anomaly like any other: its equality, hash and repr are the
+    # class's own.
     new = object.__new__
-    fields = ("kind", "level", "key", "start", "at", "count", "start_line", "evidence")
     kind_, level_, key_, start_, at_, count_, line_, evidence_ = (
-        Anomaly.__dict__[name].__set__ for name in fields
+        Anomaly.__dict__[name].__set__ for name in _FIELDS
     )
 
-    def sighting(
+    def build(
         kind: str,
         level: str,
         key: str,
@@ -78,8 +122,8 @@ def _sighting_builder() -> Callable[[str, str, str, int, int, int, int, dict[str
         evidence_(anomaly, evidence)
         return anomaly
 
-    return sighting
+    return build
 
 
 # `Anomaly(kind, level, key, start, at, count, start_line, evidence)`, built faster.
-sighting = _sighting_builder()
+_anomaly = _anomaly_builder()

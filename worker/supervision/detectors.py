@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
-from worker.supervision.anomaly import URGENT, WARN, Anomaly, sighting
+from worker.supervision.anomaly import URGENT, WARN, Anomaly, Sighting
 from worker.supervision.progress import Knowledge, shell_writes
 from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
@@ -101,6 +101,7 @@ class StreamDetectors:
         # Whether the window holds a failure: a success empties it of failures, so the window
         # is successes, then the failures since the last one.
         self._failing = False
+        self._live: dict[str, Sighting] = {}  # kind -> the episode of it last sighted
         self._context: tuple[int, int] | None = None
         self._since_progress = 0
         self._stall_start = (0, 0)
@@ -120,9 +121,15 @@ class StreamDetectors:
 
     def observe(self, event: AgentEvent) -> list[Anomaly]:
         """Feed one event; return the anomalies it completes (often none)."""
+        found = self.sight(event)
+        return [live.anomaly() for live in found] if found else []
+
+    def sight(self, event: AgentEvent) -> list[Sighting]:
+        """Feed one event; return the patterns it sights, each updated in place while it
+        lasts (`observe` for their Anomaly records)."""
         self.seq += 1
         kind = event.kind
-        found: list[Anomaly] = []
+        found: list[Sighting] = []
         if not self._in_turn and kind in _ASSISTANT:
             self._in_turn = True
             self._new_turn(event, found)
@@ -133,7 +140,7 @@ class StreamDetectors:
 
     # -- per kind -------------------------------------------------------------------------
 
-    def _new_turn(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _new_turn(self, event: AgentEvent, found: list[Sighting]) -> None:
         self.turn += 1
         self._since_progress += 1
         if self._since_progress == 1:
@@ -145,20 +152,20 @@ class StreamDetectors:
             self._sighting("stall", WARN, "turns", self._stall_start, turns, {"turns": turns})
         )
 
-    def _on_session(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_session(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._cli.new_session()
         if event.model:
             self.model = self.session_model = event.model
 
-    def _on_end(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_end(self, event: AgentEvent, found: list[Sighting]) -> None:
         if event.is_error:
             self._on_cli_error(event, found)
 
-    def _on_other(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_other(self, event: AgentEvent, found: list[Sighting]) -> None:
         if event.raw_type == "user" and event.text:
             self._on_user_text(event, found)
 
-    def _on_call(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_call(self, event: AgentEvent, found: list[Sighting]) -> None:
         self.tool_calls += 1
         tool, args = event.tool or "unknown", event.args
         # A call made before (a loop, a file read again) is described once: looked up by its
@@ -202,7 +209,7 @@ class StreamDetectors:
         limit: Threshold | None,
         seq: int,
         line: int,
-        found: list[Anomaly],
+        found: list[Sighting],
     ) -> None:
         # An identical call is a loop only when its result is identical too, or an error
         # (OpenHands compares action and observation): polling a CI run until its state
@@ -220,7 +227,7 @@ class StreamDetectors:
                 )
             )
 
-    def _on_result(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_result(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._in_turn = False
         # A pattern of results starts at the call of its first result.
         call = self._calls.pop(event.tool_id or "", None)
@@ -261,24 +268,24 @@ class StreamDetectors:
             self._failing = True
             self._cascades(found)
 
-    def _on_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_error(self, event: AgentEvent, found: list[Sighting]) -> None:
         self.errors += 1
         self._on_cli_error(event, found)
 
-    def _on_cli_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_cli_error(self, event: AgentEvent, found: list[Sighting]) -> None:
         text = event.error or event.text or event.subtype or ""
         limit = self.s.thresholds["cli_error"]
         anomaly = self._cli.observe(text, self.seq, event.index, limit)
         if anomaly is not None:
-            found.append(anomaly)
+            found.append(Sighting.of(anomaly))
 
-    def _on_user_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_user_text(self, event: AgentEvent, found: list[Sighting]) -> None:
         limit = self._threshold("repeated_error", "user")
         anomaly = self._reject.observe(
             event.text or "", self.seq, event.index, limit, self.s.min_message_chars
         )
         if anomaly is not None:
-            found.append(anomaly)
+            found.append(Sighting.of(anomaly))
 
     @property
     def infra(self) -> InfraFailure | None:
@@ -294,7 +301,7 @@ class StreamDetectors:
         limit: Threshold | None,
         seq: int,
         line: int,
-        found: list[Anomaly],
+        found: list[Sighting],
     ) -> None:
         count = self._fail.push((tool, error_signature(error)), seq, line)
         if limit is not None and count >= limit.warn:
@@ -315,7 +322,7 @@ class StreamDetectors:
             )
 
     def _oscillation(
-        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Anomaly]
+        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Sighting]
     ) -> None:
         # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
         # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
@@ -348,7 +355,7 @@ class StreamDetectors:
             )
         )
 
-    def _cascades(self, found: list[Anomaly]) -> None:
+    def _cascades(self, found: list[Sighting]) -> None:
         # 3 distinct tools failing in the last 5 results; permission denials and
         # infrastructure errors are counted apart (Cline, Roo Code). Ours: the failures must
         # span two turns, since parallel calls of one turn share one cause (a stray `cd`) and
@@ -378,7 +385,7 @@ class StreamDetectors:
                 )
             )
 
-    def _on_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_text(self, event: AgentEvent, found: list[Sighting]) -> None:
         sig = message_signature(event.text, self.s.min_message_chars)
         if sig is None:
             return
@@ -396,7 +403,7 @@ class StreamDetectors:
                 )
             )
 
-    def _on_usage(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_usage(self, event: AgentEvent, found: list[Sighting]) -> None:
         if event.model and self.session_model is None:
             self.model = event.model
         tokens = event.input_tokens
@@ -443,9 +450,17 @@ class StreamDetectors:
         since: tuple[int, int],
         count: int,
         evidence: dict[str, Any],
-    ) -> Anomaly:
-        """An anomaly seen at the current event; `since` is (seq, line) of its first event."""
-        return sighting(kind, level, key, since[0], self.seq, count, since[1], evidence)
+    ) -> Sighting:
+        """A pattern sighted at the current event; `since` is (seq, line) of its first event.
+        The same episode (kind, key and start) is the same Sighting, updated."""
+        live = self._live.get(kind)
+        if live is None or live.start != since[0] or live.key != key:
+            live = self._live[kind] = Sighting(
+                kind, level, key, since[0], self.seq, count, since[1], evidence
+            )
+        else:
+            live.level, live.at, live.count, live.evidence = level, self.seq, count, evidence
+        return live
 
     def _threshold(self, kind: str, tool: str) -> Threshold | None:
         key = (kind, tool)

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from worker.errors import MalformedInput, UsageError
-from worker.supervision.anomaly import Anomaly
+from worker.supervision.anomaly import WARN, Anomaly, Sighting
 from worker.supervision.formats import FORMATS, read_text
 from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
-from worker.supervision.watch import Steering, Watch
+from worker.supervision.watch import STOP_KINDS, Steering, Watch
 
 
 @dataclass
@@ -85,24 +85,35 @@ def replay(
     report = InspectReport(path=path, format=fmt)
     watch = Watch(settings)
     seen: dict[tuple[Any, ...], Finding] = {}
+    known: dict[Sighting, Finding] = {}  # a pattern's finding, at the level it was last seen
     pace_seen = 0
     episodes = 0  # the PACE level only moves when a new episode begins
     since_check = 0
     # Names bound once: this loop runs for every event. The detectors count what the report
     # needs (calls, errors, the context's peak) as they go.
     detectors, radio_every = watch.detectors, settings.radio_check_events
-    detect, note = detectors.observe, watch.note  # watch.observe, without its frame per event
+    sight, note = detectors.sight, watch.note
     for event in events:
-        found = detect(event)
+        found = sight(event)
         if found:
-            for anomaly in found:
+            for live in found:
+                # Most sightings are of a finding already made, at its level: only its peak
+                # can grow, and the Anomaly is built only for the radio check's urgent one.
+                finding = known.get(live)
+                if finding is not None and finding.level == live.level:
+                    if live.count > finding.peak:
+                        finding.peak = live.count
+                    if live.level != WARN and live.kind in STOP_KINDS and report.stop is None:
+                        note(live.anomaly())
+                    continue
+                anomaly = live.anomaly()
                 note(anomaly)
-                # Most sightings are of a finding already made: only its peak can grow.
                 finding = seen.get((anomaly.kind, anomaly.key, anomaly.start, anomaly.level))
                 if finding is None:
-                    _record(anomaly, watch, seen, report)
+                    finding = _record(anomaly, watch, seen, report)
                 elif anomaly.count > finding.peak:
                     finding.peak = anomaly.count
+                known[live] = finding
             # No drain: nothing here reads the sightings pending for the next prompt.
             sighted = len(watch.episodes)
             rank = pace_rank(watch.pace()) if sighted != episodes else pace_seen
@@ -131,7 +142,7 @@ def replay(
 
 def _record(
     anomaly: Anomaly, watch: Watch, seen: dict[tuple[Any, ...], Finding], report: InspectReport
-) -> None:
+) -> Finding:
     """A new finding: the first sighting of an episode at its level."""
     steering = watch.steer([anomaly], watch.detectors.turn)[0]
     finding = Finding(
@@ -148,6 +159,7 @@ def _record(
     )
     seen[(anomaly.kind, anomaly.key, anomaly.start, anomaly.level)] = finding  # episode, level
     report.findings.append(finding)
+    return finding
 
 
 def _pace_finding(steering: Steering, watch: Watch, line: int) -> Finding:
