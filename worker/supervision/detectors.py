@@ -22,6 +22,7 @@ from worker.supervision.signals import (
     TOOL,
     answer_signature,
     canonical_args,
+    canonical_strings,
     distinct_failing,
     error_head,
     error_signature,
@@ -45,14 +46,11 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
     EventKind.RESULT,
     EventKind.OTHER,
 )
-_ASSISTANT = (_TEXT, _TOOL_CALL, _USAGE)
-_ONLY_STR = frozenset({str})
 # The failure class of a result in the cascade window: a non-empty name, or None for a success
 # (`map` runs in C, where a generator over the window costs a Python frame per item).
 _FAILURE = itemgetter(1)
 # Calls described at once (see _on_call), cleared when full: a few MB at the most.
 _DESCRIBED = 1024
-_DESCRIBED_CHARS = 4000
 _UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False)
 
 
@@ -93,6 +91,8 @@ class StreamDetectors:
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
+        # The shortest runs that can be an oscillation: of any results, of failing ones.
+        self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
         # (tool, failure class or None, seq, line, turn) of the last results
         self._results: deque[tuple[str, str | None, int, int, int]] = deque(
             maxlen=settings.cascade_window
@@ -107,8 +107,8 @@ class StreamDetectors:
         self._stall_start = (0, 0)
         self._window_names: tuple[str | None, ...] = ()
         self._window = settings.default_context_window
-        # One dict lookup per event instead of a chain of comparisons.
-        self._on_kind = {
+        # One dict lookup per event instead of a chain of comparisons; every kind is there.
+        self._on_kind = dict.fromkeys(EventKind, self._on_nothing) | {
             _TOOL_CALL: self._on_call,
             _TOOL_RESULT: self._on_result,
             _TEXT: self._on_text,
@@ -128,19 +128,15 @@ class StreamDetectors:
         """Feed one event; return the patterns it sights, each updated in place while it
         lasts (`observe` for their Anomaly records)."""
         self.seq += 1
-        kind = event.kind
         found: list[Sighting] = []
-        if not self._in_turn and kind in _ASSISTANT:
-            self._in_turn = True
-            self._new_turn(event, found)
-        on_kind = self._on_kind.get(kind)
-        if on_kind is not None:
-            on_kind(event, found)
+        self._on_kind[event.kind](event, found)
         return found
 
     # -- per kind -------------------------------------------------------------------------
 
     def _new_turn(self, event: AgentEvent, found: list[Sighting]) -> None:
+        """An assistant event (text, a call, usage) after tool results, or the first."""
+        self._in_turn = True
         self.turn += 1
         self._since_progress += 1
         if self._since_progress == 1:
@@ -151,6 +147,9 @@ class StreamDetectors:
         found.append(
             self._sighting("stall", WARN, "turns", self._stall_start, turns, {"turns": turns})
         )
+
+    def _on_nothing(self, event: AgentEvent, found: list[Sighting]) -> None:
+        """A kind no detector looks at (a rate-limit notice)."""
 
     def _on_session(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._cli.new_session()
@@ -166,6 +165,8 @@ class StreamDetectors:
             self._on_user_text(event, found)
 
     def _on_call(self, event: AgentEvent, found: list[Sighting]) -> None:
+        if not self._in_turn:
+            self._new_turn(event, found)
         self.tool_calls += 1
         tool, args = event.tool or "unknown", event.args
         # A call made before (a loop, a file read again) is described once: looked up by its
@@ -186,19 +187,16 @@ class StreamDetectors:
         """A call's tool, canonical arguments, key ("tool args", what the knowledge and the
         alternation compare) and whether it writes files; kept for calls of short strings
         (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
-        canonical = canonical_args(args, self._volatile)
+        canonical = canonical_strings(args, self._volatile) if args else "{}"
+        kept = seen if canonical is not None else None
+        if canonical is None:
+            canonical = canonical_args(args, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
         described = (tool, canonical, f"{tool} {canonical}", writes)
-        if seen is not None and (
-            not args
-            or (
-                set(map(type, args.values())) == _ONLY_STR == set(map(type, args))
-                and sum(map(len, args.values())) <= _DESCRIBED_CHARS
-            )
-        ):
+        if kept is not None:
             if len(self._described) >= _DESCRIBED:
                 self._described.clear()
-            self._described[seen] = described
+            self._described[kept] = described
         return described
 
     def _loop(
@@ -230,9 +228,7 @@ class StreamDetectors:
     def _on_result(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._in_turn = False
         # A pattern of results starts at the call of its first result.
-        call = self._calls.pop(event.tool_id or "", None)
-        if call is None:
-            call = (_UNKNOWN_CALL, self.seq, event.index)
+        call = self._calls.pop(event.tool_id or "", None) or (_UNKNOWN_CALL, self.seq, event.index)
         (tool, args, key, writes), seq, line = call
         self._cli.worked()
         exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
@@ -333,6 +329,9 @@ class StreamDetectors:
             if self._alt_fail.prev is not None:  # once, rather than after every success
                 self._alt_fail.reset()
             fails = 0
+        if calls < self._oscillating[0] and fails < self._oscillating[1]:
+            self._osc = None  # the common case, in two comparisons: no run long enough
+            return
         limit = self.s.thresholds["oscillation"]
         by_calls = calls >= limit.warn and self._alt_calls.prev2 is not None
         by_fails = fails >= self.s.failing_alternation and self._alt_fail.prev2 is not None
@@ -386,6 +385,8 @@ class StreamDetectors:
             )
 
     def _on_text(self, event: AgentEvent, found: list[Sighting]) -> None:
+        if not self._in_turn:
+            self._new_turn(event, found)
         sig = message_signature(event.text, self.s.min_message_chars)
         if sig is None:
             return
@@ -404,6 +405,8 @@ class StreamDetectors:
             )
 
     def _on_usage(self, event: AgentEvent, found: list[Sighting]) -> None:
+        if not self._in_turn:
+            self._new_turn(event, found)
         if event.model and self.session_model is None:
             self.model = event.model
         tokens = event.input_tokens
