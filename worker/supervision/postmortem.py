@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from worker.errors import MalformedInput, UsageError
-from worker.supervision.anomaly import WARN, Anomaly, Sighting
+from worker.supervision.anomaly import Anomaly, Sighting
 from worker.supervision.formats import FORMATS, read_text
 from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
-from worker.supervision.watch import STOP_KINDS, Steering, Watch
+from worker.supervision.watch import Steering, Watch
 
 
 @dataclass
@@ -98,13 +98,13 @@ def replay(
         if found:
             for live in found:
                 # Most sightings are of a finding already made, at its level: only its peak
-                # can grow, and the Anomaly is built only for the radio check's urgent one.
+                # can grow, and no Anomaly is built. Nothing else here reads a repeat: the
+                # episode is counted, and the radio check stops at the first urgent sighting
+                # of a loop-like kind (a new finding) or never takes urgent ones.
                 finding = known.get(live)
                 if finding is not None and finding.level == live.level:
                     if live.count > finding.peak:
                         finding.peak = live.count
-                    if live.level != WARN and live.kind in STOP_KINDS and report.stop is None:
-                        note(live.anomaly())
                     continue
                 anomaly = live.anomaly()
                 note(anomaly)
