@@ -46,12 +46,16 @@ class Anomaly:
         return f"{self.kind} ({self.level}) ×{self.count} {what} from event {self.start}"
 
 
+Evidence = dict[str, Any] | Callable[[], dict[str, Any]]
+
+
 class Sighting:
     """A pattern while it lasts (a streak, the context's episode), as last sighted.
 
     A long loop is sighted again at every result, each time one longer: the detectors update
     its Sighting in place rather than build an Anomaly each time, and a caller that wants the
-    record asks `anomaly()`. A new episode (another kind, key or start) is a new Sighting.
+    record asks `anomaly()`. A new episode (another kind, key or start) is a new Sighting. The
+    evidence may be a function that builds it, called only when the record is asked for.
     """
 
     __slots__ = ("at", "count", "evidence", "key", "kind", "level", "line", "start")
@@ -65,7 +69,7 @@ class Sighting:
         at: int,
         count: int,
         line: int,
-        evidence: dict[str, Any],
+        evidence: Evidence,
     ) -> None:
         self.kind, self.level, self.key, self.start = kind, level, key, start
         self.at, self.count, self.line, self.evidence = at, count, line, evidence
@@ -76,6 +80,7 @@ class Sighting:
 
     def anomaly(self) -> Anomaly:
         """The Anomaly of the latest sighting."""
+        evidence = self.evidence
         return _anomaly(
             self.kind,
             self.level,
@@ -84,7 +89,7 @@ class Sighting:
             self.at,
             self.count,
             self.line,
-            self.evidence,
+            evidence if isinstance(evidence, dict) else evidence(),
         )
 
 

@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
-from worker.supervision.anomaly import URGENT, WARN, Anomaly, Sighting
+from worker.supervision.anomaly import URGENT, WARN, Anomaly, Evidence, Sighting
 from worker.supervision.progress import Knowledge, shell_writes
 from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
@@ -221,7 +221,7 @@ class StreamDetectors:
                     f"{tool} {args}",
                     (self._call.start, self._call.line),
                     count,
-                    {"tool": tool, "args": short(args, 120)},
+                    lambda: {"tool": tool, "args": short(args, 120)},  # built when asked for
                 )
             )
 
@@ -308,7 +308,7 @@ class StreamDetectors:
                     f"{tool} {self._fail.key[1]}",
                     (self._fail.start, self._fail.line),
                     count,
-                    {
+                    lambda: {  # built when asked for: a repeat sighting's is rarely read
                         "tool": tool,
                         "args": short(args, 120),
                         "error": short(error_head(error), 120).rstrip("."),
@@ -400,7 +400,7 @@ class StreamDetectors:
                     sig[:60],
                     (self._message.start, self._message.line),
                     count,
-                    {"text": short(sig, 80)},
+                    lambda: {"text": short(sig, 80)},  # built when asked for
                 )
             )
 
@@ -452,7 +452,7 @@ class StreamDetectors:
         key: str,
         since: tuple[int, int],
         count: int,
-        evidence: dict[str, Any],
+        evidence: Evidence,
     ) -> Sighting:
         """A pattern sighted at the current event; `since` is (seq, line) of its first event.
         The same episode (kind, key and start) is the same Sighting, updated."""

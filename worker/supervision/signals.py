@@ -76,7 +76,6 @@ _MEMO = 512
 _MEMO_CHARS = 4000
 # `json.dumps(flat, sort_keys=True, ...)` builds this encoder on every call: half its cost.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_ONLY_STR = frozenset({str})
 
 
 def _c_canonical() -> Any:
@@ -169,12 +168,12 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
 def canonical_strings(args: dict[str, Any], volatile_keys: Collection[str]) -> str | None:
     """`canonical_args` of arguments whose keys and values are all strings, at most
     4,000 characters in all (memoised, since a loop repeats its calls); None for others."""
-    values = args.values()
-    if (
-        set(map(type, values)) != _ONLY_STR
-        or sum(map(len, values)) > _MEMO_CHARS
-        or set(map(type, args)) != _ONLY_STR
-    ):
+    try:  # str.join takes strings only: the type check and the length in one C call each
+        size = len("".join(args.values()))
+        "".join(args)
+    except TypeError:
+        return None
+    if size > _MEMO_CHARS:
         return None
     if not any(map(volatile_keys.__contains__, args)):  # nothing to leave out: all in C
         return _canonical_strings(tuple(args.items()))
@@ -298,7 +297,7 @@ def short(text: str | None, limit: int = 80) -> str:
 
 
 def _shorten(text: str, limit: int) -> str:
-    line = _SPACE.sub(" ", text).strip().replace("`", "'")
+    line = _squeeze(text).replace("`", "'")
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
