@@ -167,7 +167,8 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
 
 def canonical_strings(args: dict[str, Any], volatile_keys: Collection[str]) -> str | None:
     """`canonical_args` of arguments whose keys and values are all strings, at most
-    4,000 characters in all (memoised, since a loop repeats its calls); None for others."""
+    4,000 characters in all; None for others. Memoised where a volatile key is left out (a
+    loop that rewords its Bash `description`); the detectors keep every call they saw."""
     try:  # str.join takes strings only: the type check and the length in one C call each
         size = len("".join(args.values()))
         "".join(args)
@@ -176,7 +177,7 @@ def canonical_strings(args: dict[str, Any], volatile_keys: Collection[str]) -> s
     if size > _MEMO_CHARS:
         return None
     if not any(map(volatile_keys.__contains__, args)):  # nothing to leave out: all in C
-        return _canonical_strings(tuple(args.items()))
+        return _strip_ids(_encode(args))
     return _canonical_strings(tuple([i for i in args.items() if i[0] not in volatile_keys]))
 
 
