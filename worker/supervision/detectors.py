@@ -8,6 +8,7 @@ event completes. Each step is O(1) (the cascade window is a fixed-size deque), s
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -221,7 +222,7 @@ class StreamDetectors:
                     f"{tool} {args}",
                     (self._call.start, self._call.line),
                     count,
-                    lambda: {"tool": tool, "args": short(args, 120)},  # built when asked for
+                    partial(_loop_evidence, tool, args),
                 )
             )
 
@@ -308,12 +309,7 @@ class StreamDetectors:
                     f"{tool} {self._fail.key[1]}",
                     (self._fail.start, self._fail.line),
                     count,
-                    lambda: {  # built when asked for: a repeat sighting's is rarely read
-                        "tool": tool,
-                        "args": short(args, 120),
-                        "error": short(error_head(error), 120).rstrip("."),
-                        "class": cls,
-                    },
+                    partial(_error_evidence, tool, args, error, cls),
                 )
             )
 
@@ -400,7 +396,7 @@ class StreamDetectors:
                     sig[:60],
                     (self._message.start, self._message.line),
                     count,
-                    lambda: {"text": short(sig, 80)},  # built when asked for
+                    partial(_message_evidence, sig),
                 )
             )
 
@@ -484,6 +480,27 @@ class StreamDetectors:
     @staticmethod
     def _tool_of(key: str | None) -> str:
         return (key or "unknown").split(" ", 1)[0]
+
+
+# The evidence of a loop, a repeated error and a repeated message: built when the sighting's
+# Anomaly is asked for (a repeat sighting's is rarely read), from the values of its time.
+
+
+def _loop_evidence(tool: str, args: str) -> dict[str, Any]:
+    return {"tool": tool, "args": short(args, 120)}
+
+
+def _error_evidence(tool: str, args: str, error: str | None, cls: str | None) -> dict[str, Any]:
+    return {
+        "tool": tool,
+        "args": short(args, 120),
+        "error": short(error_head(error), 120).rstrip("."),
+        "class": cls,
+    }
+
+
+def _message_evidence(text: str) -> dict[str, Any]:
+    return {"text": short(text, 80)}
 
 
 def _level(count: int, limit: Threshold) -> str:
