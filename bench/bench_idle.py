@@ -7,7 +7,9 @@ The two run in turn, round after round (see bench/timing.py); ratios are pair by
 medians. Supervision and the other defaults are as shipped.
 
 Goals: 10,000 messages and 1,000 waits <= 1.5x the floor; 1,000,000 messages <= 1.2x the floor
-with a peak of at most 300 MB.
+with a peak of at most 300 MB. Since the libraries alone miss the first (the least Typer app on
+pydantic plus the reading is already about 2.5x the floor), worker's own share has a goal of its
+own: beyond start-up at most 1.2x the floor's reading (`beyond_start_up`).
 
 At 10,000 messages the same rounds also run the libraries' floors (bench/timing.py: Typer and
 pydantic imported, and the least Typer app validating one pydantic model) and the idle run of
@@ -29,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,6 +52,8 @@ from timing import (
 )
 
 sys.path.insert(0, str(REPO))
+
+from worker.sources.inbox_index import SETTLE_NS
 
 FLOOR = """
 import os, sys
@@ -117,6 +122,9 @@ def case(messages: int, waits: int, rounds: int, breakdown: bool) -> dict[str, o
         )
         seed(ws, env, messages, waits)
         seed(empty, env, 0, 0)
+        # As on a cron run, the files are older than the inbox index's settling time (a file
+        # changed more recently is read on every run); the warm-up round then remembers them.
+        time.sleep(SETTLE_NS / 1e9)
         commands = {
             "floor": [sys.executable, "-c", FLOOR, str(ws / "inbox"), str(ws / "wait_states")],
             "idle_run": worker("run", "--json", "--workspace", str(ws)),
@@ -143,16 +151,23 @@ def case(messages: int, waits: int, rounds: int, breakdown: bool) -> dict[str, o
 
 
 def beyond_start_up(samples: dict[str, list[Sample]]) -> dict[str, float]:
-    """Medians: the idle run less the empty one's against the floor less `python -c pass`;
+    """Medians: the idle run less the empty one's against the floor less `python -c pass`
+    (wall time, and CPU time: on a machine shared with other work the CPU time moves less);
     the idle run less the app floor and the floor's reading (worker's own share); and the app
     floor plus the reading against the floor (what the libraries alone leave of the goal)."""
     med = {name: statistics.median(s.wall_s for s in runs) for name, runs in samples.items()}
+    cpu = {name: statistics.median(s.cpu_s for s in runs) for name, runs in samples.items()}
     worker_s = med["idle_run"] - med["empty_idle_run"]
     floor_s = med["floor"] - med["python_c_pass"]
+    worker_cpu_s = cpu["idle_run"] - cpu["empty_idle_run"]
+    floor_cpu_s = cpu["floor"] - cpu["python_c_pass"]
     return {
         "idle_run_minus_empty_idle_run_s": round(worker_s, 4),
         "floor_minus_python_c_pass_s": round(floor_s, 4),
         "ratio": round(worker_s / floor_s, 2),
+        "idle_run_minus_empty_idle_run_cpu_s": round(worker_cpu_s, 4),
+        "floor_minus_python_c_pass_cpu_s": round(floor_cpu_s, 4),
+        "ratio_cpu": round(worker_cpu_s / floor_cpu_s, 2),
         "empty_idle_run_s": round(med["empty_idle_run"], 4),
         "python_c_pass_s": round(med["python_c_pass"], 4),
         "beyond_app_floor_and_reading_s": round(med["idle_run"] - med["app_floor"] - floor_s, 4),
@@ -176,6 +191,11 @@ def main() -> None:
     small = case(args.messages, args.waits, rounds, breakdown=True)
     small["goal_ratio"] = 1.5
     small["meets_goal"] = small["idle_run"]["ratio_wall"] <= 1.5  # type: ignore[index]
+    # Worker's own share, the goal the team set where the libraries alone miss 1.5x: beyond
+    # start-up, at most 1.2x the floor's reading.
+    own = small["beyond_start_up"]
+    own["goal_ratio"] = 1.2  # type: ignore[index]
+    own["meets_own_share_goal"] = own["ratio"] <= 1.2  # type: ignore[index]
     out["idle"] = small
     if os.environ.get("WORKER_BENCH_1M"):
         large = case(1_000_000, 0, rounds, breakdown=False)

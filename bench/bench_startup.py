@@ -9,6 +9,8 @@ In the same rounds, the floors of the libraries worker is built on (bench/timing
 least Typer app validating one pydantic model, run with the dry run's options. Each command's
 ratio to them is worker's own share; `goals_exceeded_by` names the goals a floor alone misses
 (`--help` imports Typer only, so only the dry run and `status` are held to the floors).
+Since no worker on these libraries can meet the 5x goals, worker's own share is held to a goal
+of its own: the dry run and `status` at most 1.15x `app_floor` (`meets_own_share_goal`).
 
     python bench/bench_startup.py [--rounds 7]
 """
@@ -38,6 +40,10 @@ from timing import (
 
 GOALS = {"help": 3.0, "dry_run": 5.0, "status": 5.0}
 ON_PYDANTIC = ("dry_run", "status")  # `--help` imports Typer only
+# Worker's own share, the part the libraries don't set: each command on pydantic against the
+# least Typer app validating one model (the team's goal since the 5x goals proved to lie below
+# that app; README, Benchmarks).
+OWN_SHARE_GOALS = {"dry_run": 1.15, "status": 1.15}
 
 
 def main() -> None:
@@ -80,6 +86,10 @@ def figures(samples: dict[str, list[Sample]]) -> dict[str, object]:
             row[f"ratio_to_{floor}"] = ratio(samples[name], samples[floor])
         row["goal_ratio"] = goal
         row["meets_goal"] = float(row["ratio_wall"]) <= goal  # type: ignore[arg-type]
+        if name in OWN_SHARE_GOALS:
+            row["goal_ratio_to_app_floor"] = OWN_SHARE_GOALS[name]
+            own_share = ratio(samples[name], samples["app_floor"])
+            row["meets_own_share_goal"] = own_share <= OWN_SHARE_GOALS[name]
         out[name] = row
     out["goals_exceeded_by"] = {
         floor: [name for name in ON_PYDANTIC if ratio(samples[floor], base) > GOALS[name]]

@@ -138,6 +138,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.waits.state",
             "worker.waits.validate",
             "worker.sources.base",
+            "worker.sources.inbox_index",
             "worker.sources.message",
             "worker.known_tasks",
         ),

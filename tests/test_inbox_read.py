@@ -35,7 +35,9 @@ def test_a_read_longer_than_the_cache_age_is_still_reused_by_the_other_readers(
     reads = []
     real_read = inbox_read._read_addressed
 
-    def slow_read(folder: Path, machine_id: str) -> list[inbox_read.InboxEntry]:
+    def slow_read(
+        folder: Path, machine_id: str, index: object = None
+    ) -> list[inbox_read.InboxEntry]:
         reads.append(folder)
         now[0] += 10.0  # the read took ten seconds
         return real_read(folder, machine_id)

@@ -108,7 +108,7 @@ def test_maintenance_commands_run_through_the_shell_in_a_folder_with_spaces(
 
 
 def test_the_workspace_lock_holds_in_a_folder_with_spaces_and_accents(tmp_path: Path) -> None:
-    """The OS lock (filelock: fcntl on POSIX, msvcrt on Windows) under a synced-style path."""
+    """The OS lock (flock on POSIX, msvcrt.locking on Windows) under a synced-style path."""
     ws = tmp_path.joinpath(*DRIVE) / "ws"
     ws.mkdir(parents=True)
     settings = load_settings(ws)

@@ -7,9 +7,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
-from worker.errors import ConfigError, LockHeld
+from worker.errors import ConfigError
+from worker.locking import held
 
 
 def current_euid() -> int | None:
@@ -33,15 +32,9 @@ def single_supervisor(state_dir: Path) -> Iterator[None]:
     also makes a periodic cron line a harmless watchdog."""
     path = state_dir / "daemon" / "supervise.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout as exc:
-        raise LockHeld(
-            f"another worker supervise is running for this workspace ({path} is locked);"
-            " `worker supervise status` shows it"
-        ) from exc
-    try:
+    busy = (
+        f"another worker supervise is running for this workspace ({path} is locked);"
+        " `worker supervise status` shows it"
+    )
+    with held(path, busy):
         yield
-    finally:
-        lock.release()

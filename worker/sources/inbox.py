@@ -73,7 +73,8 @@ class InboxSource:
         from worker.kernel.control import is_control_message
 
         found: builtins.list[tuple[Message, Path]] = []
-        for entry in addressed_messages(self.root, self.settings.machine_id):
+        store = None if self.dry_run else self.store  # the read's index, not in a dry run
+        for entry in addressed_messages(self.root, self.settings.machine_id, store):
             message, path = entry.message, entry.path
             if message is None:
                 self._reject(path, entry.error or "unreadable", listing)

@@ -34,10 +34,10 @@ class Waiting:
     due: bool = True  # a remote look at this wait is allowed this run (recheck interval)
     seen: str | None = None  # the issue's `updated_at` at the last remote look
     checked_at: float = 0.0  # epoch seconds of the last remote look (0: never)
+    key: str = field(init=False)  # the file's name: what the ledger keeps the wait by
 
-    @property
-    def key(self) -> str:
-        return self.path.name
+    def __post_init__(self) -> None:
+        self.key = self.path.name  # taken once: every condition and the ledger ask for it
 
     @property
     def since(self) -> datetime:

@@ -105,16 +105,18 @@ class Ledger:
         store.ensure("waits", MIGRATIONS)
 
     def checks(self) -> dict[str, CheckRow]:
-        rows = self.store.db.execute("SELECT * FROM wait_checks")
+        rows = self.store.db.execute(
+            "SELECT key, stamp, task_id, checked_at, answer, consume, seen FROM wait_checks"
+        )
         return {
-            row["key"]: CheckRow(
-                row["key"],
-                row["stamp"],
-                row["task_id"],
-                row["checked_at"],
-                row["answer"],
-                json.loads(row["consume"]),
-                row["seen"],
+            row[0]: CheckRow(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                [] if row[5] == "[]" else json.loads(row[5]),  # most waits consume nothing
+                row[6],
             )
             for row in rows
         }

@@ -9,6 +9,7 @@ from pathlib import Path
 from worker.config import Settings
 from worker.fsutil import subfolders
 from worker.sources.message import Message, addressed_messages
+from worker.store import Store
 from worker.waits import intercom
 from worker.waits.intercom import Note
 from worker.waits.state import WaitState
@@ -18,6 +19,7 @@ from worker.waits.state import WaitState
 class Lookups:
     settings: Settings
     dry_run: bool = False
+    store: Store | None = None  # the run's: the inbox read keeps its index there
     _notes: dict[Path, list[tuple[Path, Note]]] = field(default_factory=dict)
     _replies: list[tuple[Path, Message]] | None = None
     _folders: set[str] | None = None  # the intercom's task folders, listed once
@@ -39,6 +41,8 @@ class Lookups:
 
     def replies_to(self, state: WaitState) -> list[tuple[Path, Message]]:
         """Unread inbox replies addressed to this machine that answer this task."""
+        if not self._all_replies():
+            return []  # the usual case: nothing to match a thousand waits against
         ids = {state.task_id}
         thread = state.source_ref.get("thread_id")
         if isinstance(thread, str) and thread:
@@ -57,7 +61,7 @@ class Lookups:
         if not root.is_dir():
             return self._replies
         me = self.settings.machine_id
-        for entry in addressed_messages(root, me):
+        for entry in addressed_messages(root, me, self.store):
             path, message = entry.path, entry.message
             if message is None:
                 continue  # the inbox source quarantines it with its reason

@@ -67,27 +67,32 @@ def scan(
     ledger = Ledger(store) if store is not None and not dry_run else None
     rows = ledger.checks() if ledger is not None else {}
     loaded = _load(settings, store, result, dry_run)
+    stamps = {p.name: _stamp(s) for p, s in loaded}  # each wait instance's ledger stamp
     if ledger is not None:
-        result.consumed = _settle(ledger, rows, loaded)
+        result.consumed = _settle(ledger, rows, stamps)
     expired = [(p, s) for p, s in loaded if s.expiry(settings.waits.expiry_days) <= now]
     if expired and not dry_run:
         result.expired = expire(settings, store, expired, now)
     gone = {p for p, _ in expired}
-    live = [(p, s) for p, s in loaded if p not in gone]
+    live = [(p, s) for p, s in loaded if p not in gone] if gone else loaded
     waits, known = _waitings(settings, live, rows, now)
-    lookups = Lookups(settings, dry_run=dry_run)
+    lookups = Lookups(settings, dry_run=dry_run, store=None if dry_run else store)
     ctx = CheckContext(settings, now, lookups)
     if github is None and ledger is not None and _needs_github(waits):
         github = _client_look(settings, store)
     ctx.github = github
     verdicts: dict[str, Verdict] = dict(known)
+    by_kind: dict[str, list[Waiting]] = {}
+    for wait in waits:
+        if wait.key not in known:
+            by_kind.setdefault(wait.kind, []).append(wait)
     for condition in registry():
-        mine = [w for w in waits if w.kind == condition.name and w.key not in known]
+        mine = by_kind.get(condition.name)
         if mine:
             for wait, verdict in zip(mine, condition.check(ctx, mine), strict=True):
                 verdicts[wait.key] = verdict
     if ledger is not None:
-        _remember(ledger, waits, verdicts, rows, now)
+        _remember(ledger, waits, verdicts, rows, stamps, now)
     for wait in waits:
         verdict = verdicts.get(wait.key) or Verdict()
         if verdict.answer is None:
@@ -160,10 +165,9 @@ def _load(
     return loaded
 
 
-def _settle(ledger: Ledger, rows: dict[str, CheckRow], loaded: list[tuple[Path, WaitState]]) -> int:
+def _settle(ledger: Ledger, rows: dict[str, CheckRow], current: dict[str, str]) -> int:
     """A wait whose file is gone, or holds a newer wait, was resumed and its run ended:
     its answers are consumed now (moved to `done/`), so they never answer twice."""
-    current = {p.name: _stamp(s) for p, s in loaded}
     gone = [row for key, row in rows.items() if current.get(key) != row.stamp]
     moved = 0
     for row in gone:
@@ -183,15 +187,15 @@ def _waitings(
     rows: dict[str, CheckRow],
     now: datetime,
 ) -> tuple[list[Waiting], dict[str, Verdict]]:
-    interval = settings.waits.recheck_interval_s
+    interval, now_s = settings.waits.recheck_interval_s, now.timestamp()
     waits, known = [], {}
     for path, state in live:
         # Its condition is a known one: worker.waits.validate checked it when it was read.
-        row = rows.get(path.name)
         wait = Waiting(path, state, state.condition)
+        row = rows.get(wait.key)
         if row is not None:
             wait.seen, wait.checked_at = row.seen, row.checked_at
-            wait.due = now.timestamp() - row.checked_at >= interval
+            wait.due = now_s - row.checked_at >= interval
             if row.answer is not None:
                 known[wait.key] = Verdict(row.answer, list(row.consume), seen=row.seen)
         waits.append(wait)
@@ -219,6 +223,7 @@ def _remember(
     waits: list[Waiting],
     verdicts: dict[str, Verdict],
     rows: dict[str, CheckRow],
+    stamps: dict[str, str],
     now: datetime,
 ) -> None:
     changed = []
@@ -230,7 +235,7 @@ def _remember(
         old = rows.get(wait.key)
         row = CheckRow(
             wait.key,
-            _stamp(wait.state),
+            stamps[wait.key],
             wait.state.task_id,
             now.timestamp() if verdict.looked_remote else (old.checked_at if old else 0.0),
             verdict.answer,

@@ -78,7 +78,9 @@ class WaitState(BaseModel):
 
     @model_validator(mode="after")
     def _time_has_moment(self) -> WaitState:
-        validate.check_time_has_moment(self.resume_when, self.resume_at)
+        # Only a `time` wait can lack its moment (its condition was checked above).
+        if self.resume_at is None and self.condition == "time":
+            validate.check_time_has_moment(self.resume_when, self.resume_at)
         return self
 
     @property

@@ -1,0 +1,119 @@
+"""The OS locks (`worker.locking`): the workspace's run lock and the supervisor's lock, held by
+another process or by the same one, given back on release and when the holder dies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from worker.config import load_settings
+from worker.daemon.guard import single_supervisor
+from worker.errors import LockHeld
+from worker.locking import held, workspace_lock
+
+# Holds the lock of argv[1] until its stdin closes or it is killed; says "locked" first.
+HOLDER = """
+import sys
+from pathlib import Path
+from worker.locking import held
+with held(Path(sys.argv[1]), "busy"):
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+def _holder(path: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_lock_another_process_holds_is_refused_at_once_with_the_callers_message(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.lock"
+    proc = _holder(path)
+    try:
+        with (
+            pytest.raises(LockHeld, match=r"^someone else has it$"),
+            held(path, "someone else has it"),
+        ):
+            pytest.fail("the lock was taken while another process held it")
+    finally:
+        proc.communicate("")
+    with held(path, "busy"):  # released with its holder's block
+        assert path.exists()
+    assert path.exists()  # the file stays: a later holder locks the same file
+
+
+def test_the_os_gives_the_lock_back_when_its_holder_is_killed(tmp_path: Path) -> None:
+    path = tmp_path / "x.lock"
+    proc = _holder(path)
+    proc.kill()
+    proc.communicate()
+    with held(path, "busy"):
+        pass
+
+
+def test_a_second_hold_in_the_same_process_is_refused_and_the_first_survives_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.lock"
+    with held(path, "busy"):
+        with pytest.raises(LockHeld), held(path, "busy"):
+            pass
+        # The refused attempt closed only its own descriptor: the first hold still holds.
+        probe = subprocess.run(
+            [sys.executable, "-c", HOLDER, str(path)], input="", capture_output=True, text=True
+        )
+        assert "LockHeld" in probe.stderr and probe.returncode != 0
+
+
+def test_the_workspace_lock_says_whose_lock_it_is_by_default(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    settings = load_settings(ws)
+    with workspace_lock(settings):
+        with pytest.raises(LockHeld) as caught, workspace_lock(settings):
+            pass
+        assert str(caught.value) == (
+            f"another worker run holds the lock of {settings.workspace}; try again later"
+        )
+        with (
+            pytest.raises(LockHeld, match=r"^waits are busy$"),
+            workspace_lock(settings, "waits are busy"),
+        ):
+            pass
+    assert (settings.state / "run.lock").is_file()
+
+
+def test_one_supervisor_per_workspace_names_its_lock_file(tmp_path: Path) -> None:
+    with (
+        single_supervisor(tmp_path),
+        pytest.raises(LockHeld) as caught,
+        single_supervisor(tmp_path),
+    ):
+        pass
+    lock = tmp_path / "daemon" / "supervise.lock"
+    assert str(caught.value) == (
+        f"another worker supervise is running for this workspace ({lock} is locked);"
+        " `worker supervise status` shows it"
+    )
+    with single_supervisor(tmp_path):  # given back when the first one ended
+        pass
+
+
+def test_a_lock_file_that_cannot_be_opened_is_an_os_error_not_a_held_lock(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(OSError) as caught, held(tmp_path / "missing" / "x.lock", "busy"):
+        pass
+    assert not isinstance(caught.value, LockHeld)
