@@ -4,6 +4,8 @@
                      N events (read, normalise, detect, report)
   parse_floor_s      the floor: json.loads of each line, nothing kept (keeping every object
                      would let the garbage collector inflate the baseline)
+  read_parse_floor_s the file read and split into lines, then json.loads of each line: all
+                     that inspect's input asks of any program (the goal is held to the first)
   decode_floor_s     JSONDecoder.raw_decode of each line: the decoding inspect itself does
                      (json.loads adds a type check and two whitespace matches around it;
                      inspect calls the scanner raw_decode wraps)
@@ -159,6 +161,12 @@ def parse_floor(lines: list[str]) -> None:
         json.loads(line)
 
 
+def read_parse_floor(path: Path) -> None:
+    for line in path.read_bytes().decode().split("\n"):
+        if line:
+            json.loads(line)
+
+
 def decode_floor(lines: list[str]) -> None:
     decode = json.JSONDecoder().raw_decode
     for line in lines:
@@ -203,6 +211,7 @@ def main() -> None:
         fns: dict[str, Callable[[], object]] = {
             "inspect": lambda: inspect_transcript(path, settings),
             "parse": lambda: parse_floor(lines),
+            "read_parse": lambda: read_parse_floor(path),
             "decode": lambda: decode_floor(lines),
             "normalise": lambda: sum(1 for _ in normalise_lines(lines)),
             "live": live,
@@ -223,9 +232,11 @@ def main() -> None:
         "inspect_s": round(inspect_s, 4),
         "inspect_events_per_s": round(n / inspect_s),
         "parse_floor_s": round(parse_s, 4),
+        "read_parse_floor_s": round(times["read_parse"], 4),
         "decode_floor_s": round(decode_s, 4),
         "normalise_baseline_s": round(normalise_s, 4),
         "inspect_vs_parse_floor": round(inspect_s / parse_s, 2),
+        "inspect_vs_read_parse_floor": round(inspect_s / times["read_parse"], 2),
         "inspect_vs_decode_floor": round(inspect_s / decode_s, 2),
         "inspect_vs_normalise": round(inspect_s / normalise_s, 2),
         "goal_events_per_s": 200_000,

@@ -383,16 +383,21 @@ class Store:
         the same write transaction. The task is given back before the release commits, so no
         state leaves a claim released while its file stays in `claimed/`; a crash in between
         leaves the claim expired, and the next recovery gives back again (idempotent). False
-        when the claim is live (renewed, or taken again) or already released."""
-        now = time.time() if now is None else now
+        when the claim is live (renewed, or taken again) or already released. `now` is for
+        this machine's store; a fleet's leases are the database's clock."""
         if self.claims is not None:
             # The fleet's lease row: given back first, then marked expired, so a crash in
-            # between leaves a lease that any run may take again, never a stranded file.
+            # between leaves a lease that any run may take again, never a stranded file. Its
+            # `lease_until` is the database's lease in this machine's clock as of the answer
+            # (fleet/claims.py), so it is compared with the clock read after the answer: a
+            # time taken before the query would see a lease expired by less than the query
+            # took as live, and leave it to a later step of the run.
             claim = self.claims.claim_of(task_id)
-            if claim is None or claim["state"] != "active" or claim["lease_until"] > now:
+            if claim is None or claim["state"] != "active" or claim["lease_until"] > time.time():
                 return False
             give_back(claim)
             return self.claims.expire_claim(task_id)
+        now = time.time() if now is None else now
         with self.transaction() as db:
             row = db.execute("SELECT * FROM claims WHERE task_id = ?", (task_id,)).fetchone()
             if row is None or row["state"] != "active" or row["lease_until"] > now:

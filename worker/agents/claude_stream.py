@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from worker.agents.jsonl import as_int, as_str, loads, tool_call, tool_result, usage_event
+from worker.agents.jsonl import as_int, as_str, loads, new_event
 from worker.models import AgentEvent, EventKind, InfraFailure, InfraKind
 
 # The CLI's usage-limit text: "You've hit your limit · resets 1pm (Europe/Paris)".
@@ -25,7 +25,8 @@ KEY_SETTING = "ANTHROPIC_API_KEY"
 CLI = "Claude Code"
 # Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
 # cost of a global, and a message's events are built for every line of a stream.
-_TEXT, _TOOL_RESULT, _USAGE = EventKind.TEXT, EventKind.TOOL_RESULT, EventKind.USAGE
+_TEXT, _TOOL_CALL, _TOOL_RESULT = EventKind.TEXT, EventKind.TOOL_CALL, EventKind.TOOL_RESULT
+_USAGE = EventKind.USAGE
 
 
 def normalise_line(line: str, index: int = 0) -> list[AgentEvent]:
@@ -196,15 +197,23 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
         )
     events: list[AgentEvent] = []
     assistant = role == "assistant"
+    # The events are built by position (jsonl.new_event: AgentEvent's fields in order), the
+    # builders of jsonl inlined: a Python call per event cost a third of building it.
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
         if btype == "tool_use":
-            tool, tool_id = block.get("name"), block.get("id")
+            tool, tool_id, args = block.get("name"), block.get("id"), block.get("input")
             tool = tool if isinstance(tool, str) else None  # as_str, inlined (as below)
             tool_id = tool_id if isinstance(tool_id, str) else None
-            events.append(tool_call(index, tool, tool_id, block.get("input"), role))
+            args = args if isinstance(args, dict) else {}
+            # fmt: off
+            events.append(new_event((  # jsonl.tool_call
+                _TOOL_CALL, index, None, None, None, tool, tool_id, args, False, None,
+                None, None, None, None, None, None, None, role,
+            )))
+            # fmt: on
         elif btype == "tool_result":
             failed = bool(block.get("is_error"))
             text = block.get("content")
@@ -212,9 +221,12 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
             tool_id = block.get("tool_use_id")
             tool_id = tool_id if isinstance(tool_id, str) else None
             error = text[:500] if failed else None
-            events.append(
-                tool_result(index, tool_id, failed=failed, output=text, error=error, raw_type=role)
-            )
+            # fmt: off
+            events.append(new_event((  # jsonl.tool_result
+                _TOOL_RESULT, index, None, None, text[:2000], None, tool_id, None, failed, error,
+                None, None, None, None, None, None, None, role,
+            )))
+            # fmt: on
         elif btype == "text" and assistant:
             events.append(AgentEvent(_TEXT, index, text=str(block.get("text", "")), raw_type=role))
     usage = message.get("usage")
@@ -222,7 +234,19 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
         model, output = message.get("model"), usage.get("output_tokens")
         model = model if isinstance(model, str) else None
         output = output if output.__class__ is int else as_int(output)
-        events.append(usage_event(index, model, _context_tokens(usage), output, role))
+        fresh = usage.get("input_tokens", 0)
+        written = usage.get("cache_creation_input_tokens", 0)
+        read = usage.get("cache_read_input_tokens", 0)
+        if fresh.__class__ is written.__class__ is read.__class__ is int:
+            tokens = fresh + written + read  # _context_tokens' common case, inlined
+        else:
+            tokens = _context_tokens(usage)
+        # fmt: off
+        events.append(new_event((  # jsonl.usage_event
+            _USAGE, index, None, model, None, None, None, None, False, None,
+            tokens, output, None, None, None, None, None, role,
+        )))
+        # fmt: on
     return events
 
 

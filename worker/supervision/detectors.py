@@ -8,11 +8,12 @@ event completes. Each step is O(1) (the cascade window is a fixed-size deque), s
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
 from worker.models import AgentEvent, EventKind, InfraFailure
-from worker.supervision.anomaly import URGENT, WARN, Anomaly
+from worker.supervision.anomaly import URGENT, WARN, Anomaly, Evidence, Sighting
 from worker.supervision.progress import Knowledge, shell_writes
 from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
@@ -22,6 +23,7 @@ from worker.supervision.signals import (
     TOOL,
     answer_signature,
     canonical_args,
+    canonical_strings,
     distinct_failing,
     error_head,
     error_signature,
@@ -45,10 +47,12 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
     EventKind.RESULT,
     EventKind.OTHER,
 )
-_ASSISTANT = (_TEXT, _TOOL_CALL, _USAGE)
 # The failure class of a result in the cascade window: a non-empty name, or None for a success
-# (`any(map(...))` runs in C, where a generator over the window costs a Python frame per item).
+# (`map` runs in C, where a generator over the window costs a Python frame per item).
 _FAILURE = itemgetter(1)
+# Calls described at once (see _on_call), cleared when full: a few MB at the most.
+_DESCRIBED = 1024
+_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False)
 
 
 class StreamDetectors:
@@ -61,19 +65,24 @@ class StreamDetectors:
         self.session_model: str | None = None
         self.seq = -1  # position of the last event in the task's event sequence
         self.turn = 0  # agent turns: an assistant message after tool results (or the start)
+        self.tool_calls = 0
         self.tool_failures = 0
+        self.errors = 0  # error events of the CLI and lines that are not JSON
         self.progress = 0  # successful file changes: progress_tools, or a shell that writes
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.context_fill: float | None = None
+        self.peak_context_fill: float | None = None
         self._volatile = frozenset(settings.volatile_keys)
         self._progress_tools = frozenset(settings.progress_tools)
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         # tool -> (exempt, loop threshold, repeated-error threshold), asked of settings once
         self._tools: dict[str, tuple[bool, Threshold | None, Threshold | None]] = {}
         self._in_turn = False
-        # tool_id -> (tool, canonical args, "tool args", seq, line, writes files) of the call
-        self._calls: dict[str, tuple[str, str, str, int, int, bool]] = {}
+        # tool_id -> ((tool, canonical args, "tool args", writes files), seq, line) of the call
+        self._calls: dict[str, tuple[tuple[str, str, str, bool], int, int]] = {}
+        # (tool, argument items) -> (tool, canonical args, "tool args", writes files)
+        self._described: dict[tuple[str, tuple[Any, ...]], tuple[str, str, str, bool]] = {}
         self._known = Knowledge()
         self._cli = CliErrors()
         self._reject = Rejections()
@@ -83,44 +92,52 @@ class StreamDetectors:
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
+        # The shortest runs that can be an oscillation: of any results, of failing ones.
+        self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
         # (tool, failure class or None, seq, line, turn) of the last results
         self._results: deque[tuple[str, str | None, int, int, int]] = deque(
             maxlen=settings.cascade_window
         )
         self._cascade: dict[str, tuple[int, int]] = {}  # failure class -> (start, line)
+        # Whether the window holds a failure: a success empties it of failures, so the window
+        # is successes, then the failures since the last one.
+        self._failing = False
+        self._live: dict[str, Sighting] = {}  # kind -> the episode of it last sighted
         self._context: tuple[int, int] | None = None
         self._since_progress = 0
         self._stall_start = (0, 0)
         self._window_names: tuple[str | None, ...] = ()
         self._window = settings.default_context_window
-        # One dict lookup per event instead of a chain of comparisons.
-        self._on_kind = {
+        # One dict lookup per event instead of a chain of comparisons; every kind is there.
+        self._on_kind = dict.fromkeys(EventKind, self._on_nothing) | {
             _TOOL_CALL: self._on_call,
             _TOOL_RESULT: self._on_result,
             _TEXT: self._on_text,
             _USAGE: self._on_usage,
             _SESSION: self._on_session,
-            _ERROR: self._on_cli_error,
+            _ERROR: self._on_error,
             _RESULT: self._on_end,
             _OTHER: self._on_other,
         }
 
     def observe(self, event: AgentEvent) -> list[Anomaly]:
         """Feed one event; return the anomalies it completes (often none)."""
+        found = self.sight(event)
+        return [live.anomaly() for live in found] if found else []
+
+    def sight(self, event: AgentEvent) -> list[Sighting]:
+        """Feed one event; return the patterns it sights, each updated in place while it
+        lasts (`observe` for their Anomaly records)."""
         self.seq += 1
-        kind = event.kind
-        found: list[Anomaly] = []
-        if not self._in_turn and kind in _ASSISTANT:
-            self._in_turn = True
-            self._new_turn(event, found)
-        on_kind = self._on_kind.get(kind)
-        if on_kind is not None:
-            on_kind(event, found)
+        found: list[Sighting] = []
+        self._on_kind[event.kind](event, found)
         return found
 
     # -- per kind -------------------------------------------------------------------------
 
-    def _new_turn(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _new_turn(self, event: AgentEvent, found: list[Sighting]) -> None:
+        """An assistant event (text, a call, usage) after tool results, or the first."""
+        self._in_turn = True
         self.turn += 1
         self._since_progress += 1
         if self._since_progress == 1:
@@ -132,26 +149,56 @@ class StreamDetectors:
             self._sighting("stall", WARN, "turns", self._stall_start, turns, {"turns": turns})
         )
 
-    def _on_session(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_nothing(self, event: AgentEvent, found: list[Sighting]) -> None:
+        """A kind no detector looks at (a rate-limit notice)."""
+
+    def _on_session(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._cli.new_session()
         if event.model:
             self.model = self.session_model = event.model
 
-    def _on_end(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_end(self, event: AgentEvent, found: list[Sighting]) -> None:
         if event.is_error:
             self._on_cli_error(event, found)
 
-    def _on_other(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_other(self, event: AgentEvent, found: list[Sighting]) -> None:
         if event.raw_type == "user" and event.text:
             self._on_user_text(event, found)
 
-    def _on_call(self, event: AgentEvent, found: list[Anomaly]) -> None:
-        tool = event.tool or "unknown"
-        args = canonical_args(event.args, self._volatile)
-        writes = tool in self._progress_tools or shell_writes(event.args)
+    def _on_call(self, event: AgentEvent, found: list[Sighting]) -> None:
+        if not self._in_turn:
+            self._new_turn(event, found)
+        self.tool_calls += 1
+        tool, args = event.tool or "unknown", event.args
+        # A call made before (a loop, a file read again) is described once: looked up by its
+        # tool and argument items, one dict lookup instead of canonical_args and shell_writes.
+        try:
+            seen = (tool, tuple(args.items()) if args else ())
+            described = self._described.get(seen)
+        except TypeError:  # a list or an object among the arguments: described every time
+            seen, described = None, None
+        if described is None:
+            described = self._describe(tool, args, seen)
         if event.tool_id:
-            key = f"{tool} {args}"  # what the knowledge and the alternation compare
-            self._calls[event.tool_id] = (tool, args, key, self.seq, event.index, writes)
+            self._calls[event.tool_id] = (described, self.seq, event.index)
+
+    def _describe(
+        self, tool: str, args: dict[str, Any] | None, seen: tuple[str, tuple[Any, ...]] | None
+    ) -> tuple[str, str, str, bool]:
+        """A call's tool, canonical arguments, key ("tool args", what the knowledge and the
+        alternation compare) and whether it writes files; kept for calls of short strings
+        (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
+        canonical = canonical_strings(args, self._volatile) if args else "{}"
+        kept = seen if canonical is not None else None
+        if canonical is None:
+            canonical = canonical_args(args, self._volatile)
+        writes = tool in self._progress_tools or shell_writes(args)
+        described = (tool, canonical, f"{tool} {canonical}", writes)
+        if kept is not None:
+            if len(self._described) >= _DESCRIBED:
+                self._described.clear()
+            self._described[kept] = described
+        return described
 
     def _loop(
         self,
@@ -161,7 +208,7 @@ class StreamDetectors:
         limit: Threshold | None,
         seq: int,
         line: int,
-        found: list[Anomaly],
+        found: list[Sighting],
     ) -> None:
         # An identical call is a loop only when its result is identical too, or an error
         # (OpenHands compares action and observation): polling a CI run until its state
@@ -175,17 +222,15 @@ class StreamDetectors:
                     f"{tool} {args}",
                     (self._call.start, self._call.line),
                     count,
-                    {"tool": tool, "args": short(args, 120)},
+                    partial(_loop_evidence, tool, args),
                 )
             )
 
-    def _on_result(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_result(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._in_turn = False
         # A pattern of results starts at the call of its first result.
-        call = self._calls.pop(event.tool_id or "", None)
-        if call is None:
-            call = ("unknown", "{}", "unknown {}", self.seq, event.index, False)
-        tool, args, key, seq, line, writes = call
+        call = self._calls.pop(event.tool_id or "", None) or (_UNKNOWN_CALL, self.seq, event.index)
+        (tool, args, key, writes), seq, line = call
         self._cli.worked()
         exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
         if exempt:
@@ -209,29 +254,35 @@ class StreamDetectors:
                 self._since_progress = 0
                 self._reject.reset()
             # A cascade forgets the failures before a success: the agent got going again.
-            if self._cascade or any(map(_FAILURE, self._results)):
+            if self._failing:
+                self._failing = False
                 self._results.clear()
                 self._cascade.clear()
         self._loop(tool, args, answer, loop_limit, seq, line, found)
         self._oscillation(tool, key, failed, seq, line, found)
         self._results.append((tool, cls, seq, line, self.turn))
         if failed:  # a success leaves no failure in the window (see above): no cascade
+            self._failing = True
             self._cascades(found)
 
-    def _on_cli_error(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_error(self, event: AgentEvent, found: list[Sighting]) -> None:
+        self.errors += 1
+        self._on_cli_error(event, found)
+
+    def _on_cli_error(self, event: AgentEvent, found: list[Sighting]) -> None:
         text = event.error or event.text or event.subtype or ""
         limit = self.s.thresholds["cli_error"]
         anomaly = self._cli.observe(text, self.seq, event.index, limit)
         if anomaly is not None:
-            found.append(anomaly)
+            found.append(Sighting.of(anomaly))
 
-    def _on_user_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_user_text(self, event: AgentEvent, found: list[Sighting]) -> None:
         limit = self._threshold("repeated_error", "user")
         anomaly = self._reject.observe(
             event.text or "", self.seq, event.index, limit, self.s.min_message_chars
         )
         if anomaly is not None:
-            found.append(anomaly)
+            found.append(Sighting.of(anomaly))
 
     @property
     def infra(self) -> InfraFailure | None:
@@ -247,7 +298,7 @@ class StreamDetectors:
         limit: Threshold | None,
         seq: int,
         line: int,
-        found: list[Anomaly],
+        found: list[Sighting],
     ) -> None:
         count = self._fail.push((tool, error_signature(error)), seq, line)
         if limit is not None and count >= limit.warn:
@@ -258,17 +309,12 @@ class StreamDetectors:
                     f"{tool} {self._fail.key[1]}",
                     (self._fail.start, self._fail.line),
                     count,
-                    {
-                        "tool": tool,
-                        "args": short(args, 120),
-                        "error": short(error_head(error), 120).rstrip("."),
-                        "class": cls,
-                    },
+                    partial(_error_evidence, tool, args, error, cls),
                 )
             )
 
     def _oscillation(
-        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Anomaly]
+        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Sighting]
     ) -> None:
         # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
         # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
@@ -279,6 +325,9 @@ class StreamDetectors:
             if self._alt_fail.prev is not None:  # once, rather than after every success
                 self._alt_fail.reset()
             fails = 0
+        if calls < self._oscillating[0] and fails < self._oscillating[1]:
+            self._osc = None  # the common case, in two comparisons: no run long enough
+            return
         limit = self.s.thresholds["oscillation"]
         by_calls = calls >= limit.warn and self._alt_calls.prev2 is not None
         by_fails = fails >= self.s.failing_alternation and self._alt_fail.prev2 is not None
@@ -301,7 +350,7 @@ class StreamDetectors:
             )
         )
 
-    def _cascades(self, found: list[Anomaly]) -> None:
+    def _cascades(self, found: list[Sighting]) -> None:
         # 3 distinct tools failing in the last 5 results; permission denials and
         # infrastructure errors are counted apart (Cline, Roo Code). Ours: the failures must
         # span two turns, since parallel calls of one turn share one cause (a stray `cd`) and
@@ -331,7 +380,9 @@ class StreamDetectors:
                 )
             )
 
-    def _on_text(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_text(self, event: AgentEvent, found: list[Sighting]) -> None:
+        if not self._in_turn:
+            self._new_turn(event, found)
         sig = message_signature(event.text, self.s.min_message_chars)
         if sig is None:
             return
@@ -345,11 +396,13 @@ class StreamDetectors:
                     sig[:60],
                     (self._message.start, self._message.line),
                     count,
-                    {"text": short(sig, 80)},
+                    partial(_message_evidence, sig),
                 )
             )
 
-    def _on_usage(self, event: AgentEvent, found: list[Anomaly]) -> None:
+    def _on_usage(self, event: AgentEvent, found: list[Sighting]) -> None:
+        if not self._in_turn:
+            self._new_turn(event, found)
         if event.model and self.session_model is None:
             self.model = event.model
         tokens = event.input_tokens
@@ -358,6 +411,8 @@ class StreamDetectors:
         window = self.window()
         fill = tokens / window
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
+        if self.peak_context_fill is None or fill > self.peak_context_fill:
+            self.peak_context_fill = fill
         if fill < self.s.context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
@@ -393,10 +448,18 @@ class StreamDetectors:
         key: str,
         since: tuple[int, int],
         count: int,
-        evidence: dict[str, Any],
-    ) -> Anomaly:
-        """An anomaly seen at the current event; `since` is (seq, line) of its first event."""
-        return Anomaly(kind, level, key, since[0], self.seq, count, since[1], evidence)
+        evidence: Evidence,
+    ) -> Sighting:
+        """A pattern sighted at the current event; `since` is (seq, line) of its first event.
+        The same episode (kind, key and start) is the same Sighting, updated."""
+        live = self._live.get(kind)
+        if live is None or live.start != since[0] or live.key != key:
+            live = self._live[kind] = Sighting(
+                kind, level, key, since[0], self.seq, count, since[1], evidence
+            )
+        else:
+            live.level, live.at, live.count, live.evidence = level, self.seq, count, evidence
+        return live
 
     def _threshold(self, kind: str, tool: str) -> Threshold | None:
         key = (kind, tool)
@@ -417,6 +480,27 @@ class StreamDetectors:
     @staticmethod
     def _tool_of(key: str | None) -> str:
         return (key or "unknown").split(" ", 1)[0]
+
+
+# The evidence of a loop, a repeated error and a repeated message: built when the sighting's
+# Anomaly is asked for (a repeat sighting's is rarely read), from the values of its time.
+
+
+def _loop_evidence(tool: str, args: str) -> dict[str, Any]:
+    return {"tool": tool, "args": short(args, 120)}
+
+
+def _error_evidence(tool: str, args: str, error: str | None, cls: str | None) -> dict[str, Any]:
+    return {
+        "tool": tool,
+        "args": short(args, 120),
+        "error": short(error_head(error), 120).rstrip("."),
+        "class": cls,
+    }
+
+
+def _message_evidence(text: str) -> dict[str, Any]:
+    return {"text": short(text, 80)}
 
 
 def _level(count: int, limit: Threshold) -> str:

@@ -175,8 +175,8 @@ def _events(lines: list[str], normalise: Normaliser) -> Iterator[AgentEvent]:
 
 def _line_events(line: str, index: int, normalise: Normaliser) -> list[AgentEvent]:
     obj = parse(line)
+    if isinstance(obj, dict):  # the common line first: one check
+        return normalise(obj, index)
     if obj is None:
         return []
-    if isinstance(obj, str):
-        return [AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")]
-    return normalise(obj, index)
+    return [AgentEvent(EventKind.ERROR, index, text=line[:500], error=obj, raw_type="invalid")]

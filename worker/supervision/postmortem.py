@@ -15,16 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from worker.errors import MalformedInput, UsageError
-from worker.models import EventKind
-from worker.supervision.anomaly import Anomaly
+from worker.supervision.anomaly import Anomaly, Sighting
 from worker.supervision.formats import FORMATS, read_text
 from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import Steering, Watch
-
-# Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
-# cost of a global, and replay() compares them with every event's kind.
-_TOOL_CALL, _USAGE, _ERROR = EventKind.TOOL_CALL, EventKind.USAGE, EventKind.ERROR
 
 
 @dataclass
@@ -90,36 +85,37 @@ def replay(
     report = InspectReport(path=path, format=fmt)
     watch = Watch(settings)
     seen: dict[tuple[Any, ...], Finding] = {}
+    known: dict[Sighting, Finding] = {}  # a pattern's finding, at the level it was last seen
     pace_seen = 0
     episodes = 0  # the PACE level only moves when a new episode begins
     since_check = 0
-    peak_fill: float | None = None
-    # Counted in locals and names bound once: this loop runs for every event.
-    tool_calls = errors = 0
+    # Names bound once: this loop runs for every event. The detectors count what the report
+    # needs (calls, errors, the context's peak) as they go.
     detectors, radio_every = watch.detectors, settings.radio_check_events
-    detect, note = detectors.observe, watch.note  # watch.observe, without its frame per event
+    sight, note = detectors.sight, watch.note
     for event in events:
-        found = detect(event)
-        kind = event.kind
-        if kind is _TOOL_CALL:
-            tool_calls += 1
-        elif kind is _USAGE:  # the only kind that moves the context's fill
-            fill = detectors.context_fill
-            if fill is not None and (peak_fill is None or fill > peak_fill):
-                peak_fill = fill
-        elif kind is _ERROR:
-            errors += 1
+        found = sight(event)
         if found:
-            for anomaly in found:
+            for live in found:
+                # Most sightings are of a finding already made, at its level: only its peak
+                # can grow, and no Anomaly is built. Nothing else here reads a repeat: the
+                # episode is counted, and the radio check stops at the first urgent sighting
+                # of a loop-like kind (a new finding) or never takes urgent ones.
+                finding = known.get(live)
+                if finding is not None and finding.level == live.level:
+                    if live.count > finding.peak:
+                        finding.peak = live.count
+                    continue
+                anomaly = live.anomaly()
                 note(anomaly)
-                # Most sightings are of a finding already made: only its peak can grow.
                 finding = seen.get((anomaly.kind, anomaly.key, anomaly.start, anomaly.level))
                 if finding is None:
-                    _record(anomaly, watch, seen, report)
+                    finding = _record(anomaly, watch, seen, report)
                 elif anomaly.count > finding.peak:
                     finding.peak = anomaly.count
-            watch.drain()
-            sighted = watch.anomaly_count
+                known[live] = finding
+            # No drain: nothing here reads the sightings pending for the next prompt.
+            sighted = len(watch.episodes)
             rank = pace_rank(watch.pace()) if sighted != episodes else pace_seen
             episodes = sighted
             if rank > pace_seen:
@@ -133,10 +129,12 @@ def replay(
             reason = watch.radio_check() if report.stop is None else None
             if reason is not None:
                 report.stop = Stop(detectors.seq, event.index + 1, reason)
-    report.events, report.tool_calls, report.errors = detectors.seq + 1, tool_calls, errors
+    report.events, report.tool_calls = detectors.seq + 1, detectors.tool_calls
+    report.errors = detectors.errors
     report.turns = detectors.turn
     report.tool_failures = detectors.tool_failures
     report.model = detectors.model
+    peak_fill = detectors.peak_context_fill
     report.peak_context_fill = round(peak_fill, 4) if peak_fill is not None else None
     report.pace = watch.pace()
     return report
@@ -144,7 +142,7 @@ def replay(
 
 def _record(
     anomaly: Anomaly, watch: Watch, seen: dict[tuple[Any, ...], Finding], report: InspectReport
-) -> None:
+) -> Finding:
     """A new finding: the first sighting of an episode at its level."""
     steering = watch.steer([anomaly], watch.detectors.turn)[0]
     finding = Finding(
@@ -161,6 +159,7 @@ def _record(
     )
     seen[(anomaly.kind, anomaly.key, anomaly.start, anomaly.level)] = finding  # episode, level
     report.findings.append(finding)
+    return finding
 
 
 def _pace_finding(steering: Steering, watch: Watch, line: int) -> Finding:
