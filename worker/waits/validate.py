@@ -30,7 +30,7 @@ def aware(value: datetime) -> datetime:
 
 def check_moment(value: datetime) -> datetime:
     """The date itself, or ValueError when it lies outside [EARLIEST, LATEST)."""
-    if not EARLIEST <= (value if value.tzinfo else value.replace(tzinfo=UTC)) < LATEST:
+    if not EARLIEST <= aware(value) < LATEST:
         raise ValueError(
             f"{value.isoformat()} is out of range ({EARLIEST.year} to {LATEST.year - 1})"
         )
