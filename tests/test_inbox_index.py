@@ -229,3 +229,73 @@ def test_a_run_takes_a_message_rewritten_for_it_once_and_never_again(
     inbox_read._cache.clear()
     assert run_once(settings, RunOptions()).outcome.value == "idle"
     assert len(fake_claude.task_calls) == 1
+
+
+def _scopes(store: Store) -> list[str]:
+    rows = store.db.execute("SELECT scope FROM inbox_scopes ORDER BY id").fetchall()
+    return [row[0].split("\n")[-1] for row in rows]  # the folder of each scope
+
+
+def _age_scopes(store: Store, seconds: float) -> None:
+    with store.transaction() as db:
+        db.execute("UPDATE inbox_scopes SET used_at = used_at - ?", (seconds,))
+
+
+def test_the_rows_of_a_folder_no_run_reads_any_more_are_forgotten_after_a_week(
+    tmp_path: Path, inbox: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox folder given up (or a machine id, or an older mentions rule) keeps its rows
+    for `STALE_S`; then the daily run that notes another scope still in use deletes them.
+    The scope being read stays, however long it was not read before."""
+    other = tmp_path / "old-inbox"
+    other.mkdir()
+    _message(other, "a.json", "machine-2")
+    _message(inbox, "b.json", "machine-2")
+    later(monkeypatch, 10)
+    _read(other, store)
+    _read(inbox, store)
+    assert _scopes(store) == [str(other), str(inbox)] and _rows(store) == 2
+    _age_scopes(store, inbox_index.STALE_S - 3600)  # both read just under a week ago
+    _read(inbox, store)
+    assert _scopes(store) == [str(other), str(inbox)] and _rows(store) == 2
+    _age_scopes(store, 86400 + 60)  # a day later: over a week for the old folder
+    _read(inbox, store)
+    assert _scopes(store) == [str(inbox)] and _rows(store) == 1
+    _age_scopes(store, 30 * 86400)  # a machine switched off for a month keeps its own
+    _read(inbox, store)
+    assert _scopes(store) == [str(inbox)] and _rows(store) == 1
+
+
+def test_a_scope_in_use_records_it_once_a_day_not_on_every_run(
+    inbox: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _message(inbox, "m.json", "machine-2")
+    later(monkeypatch, 10)
+    _read(inbox, store)
+    (first,) = store.db.execute("SELECT used_at FROM inbox_scopes").fetchone()
+    _read(inbox, store)
+    assert store.db.execute("SELECT used_at FROM inbox_scopes").fetchone()[0] == first
+    _age_scopes(store, 86400 + 60)
+    _read(inbox, store)
+    assert store.db.execute("SELECT used_at FROM inbox_scopes").fetchone()[0] > first
+
+
+def test_an_index_of_the_first_version_is_dropped_and_built_again(
+    inbox: Path, tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database indexed by an older worker (rows keyed by the scope's text) upgrades: its
+    rows go, every file is read once more, then remembered under the new keys."""
+    with Store(tmp_path / "old.db") as old:
+        old.ensure("inbox_index", inbox_index.MIGRATIONS[:1])
+        with old.transaction() as db:
+            db.execute(
+                "INSERT INTO inbox_index(scope, name, sig) VALUES (?, ?, ?)",
+                (f"id-or-all/1\nme\n{inbox}", "m.json", b"\0" * 32),
+            )
+    _message(inbox, "m.json", "machine-2")
+    later(monkeypatch, 10)
+    with Store(tmp_path / "old.db") as upgraded:
+        assert _read(inbox, upgraded) == []
+        assert _read(inbox, upgraded) == []
+        assert _rows(upgraded) == 1
+    assert reads == ["m.json"]

@@ -154,6 +154,7 @@ class Store:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._ensured: set[tuple[str, int]] = set()  # (component, migrations) applied
         self.db = self._connect()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS migrations ("
@@ -195,7 +196,11 @@ class Store:
         return True
 
     def ensure(self, component: str, migrations: Sequence[Migration]) -> None:
-        """Apply the component's migrations that this database has not seen yet, in order."""
+        """Apply the component's migrations that this database has not seen yet, in order.
+        Once per component and connection: an idle run asked four times for the waits'."""
+        done_here = (component, len(migrations))
+        if done_here in self._ensured:
+            return
         with self.transaction() as db:
             row = db.execute(
                 "SELECT MAX(version) FROM migrations WHERE component = ?", (component,)
@@ -209,6 +214,7 @@ class Store:
                     "INSERT INTO migrations(component, version, applied_at) VALUES (?, ?, ?)",
                     (component, version, time.time()),
                 )
+        self._ensured.add(done_here)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -27,8 +27,9 @@ import os
 import sqlite3
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from stat import S_ISREG
 
 from worker.store import Store, script
 
@@ -39,8 +40,15 @@ SETTLE_NS = 2_000_000_000
 # JSON writes it). A remembered "not ours" holds only under the rule it was decided by: change
 # this when that rule changes, and every file is read again once.
 MENTIONS_RULE = "id-or-all/1"
+# A scope (rule, machine id, folder) that no run has read for this long is forgotten with its
+# rows: an inbox folder no longer used, an older rule. Not at once: a workspace read by turns
+# under two ids or folders would otherwise read every file again on every run.
+STALE_S = 7 * 86400
+_USED_EVERY_S = 86400  # how often a scope in use records that it still is: one write a day
 SUPPORTED = os.name == "posix" and os.stat in os.supports_dir_fd
-_PACK = struct.Struct("<QqqQ").pack  # size, mtime_ns, ctime_ns, inode: exact, 32 bytes
+# size, mtime_ns, ctime_ns, inode, mode: exact. The mode tells a regular file from a symbolic
+# link (never remembered, so never matched) without a test of its own per file.
+_PACK = struct.Struct("<QqqQI").pack
 _BATCH = 50_000  # rows written per transaction (a million files is twenty)
 _now_ns = time.time_ns
 
@@ -59,25 +67,52 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [_v1]
+def _v2(db: sqlite3.Connection) -> None:
+    """Each scope once, with when a run last read it (its rows keyed by a small number: they
+    load faster); the rows of v1 are dropped, so the next run reads every file once."""
+    script(
+        db,
+        """
+        DROP TABLE inbox_index;
+        CREATE TABLE inbox_scopes (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL UNIQUE,
+            used_at REAL NOT NULL
+        );
+        CREATE TABLE inbox_index (
+            scope INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            sig BLOB NOT NULL,
+            PRIMARY KEY (scope, name)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
+MIGRATIONS = [_v1, _v2]
 
 
 class IndexedRead:
-    """One read of one inbox folder with the index: ask `unchanged` of each message file
-    before reading it, tell `for_others` the files read that are not ours, then `save`."""
+    """One read of one inbox folder with the index: pass the folder's entries through
+    `unread`, tell `for_others` the files read that are not ours, then `save`."""
 
     def __init__(self, store: Store, folder: Path, machine_id: str) -> None:
         self.store = store
         self.scope = f"{MENTIONS_RULE}\n{machine_id}\n{folder}"  # "not ours" holds for these
         self.started_ns = _now_ns()
         store.ensure("inbox_index", MIGRATIONS)
+        row = store.db.execute(
+            "SELECT id, used_at FROM inbox_scopes WHERE scope = ?", (self.scope,)
+        ).fetchone()
+        self.scope_id: int | None = row[0] if row else None
+        self.used_at: float = row[1] if row else 0.0
         cursor = store.db.cursor()
         cursor.row_factory = None  # plain tuples: a million rows without a Row object each
-        cursor.execute("SELECT name, sig FROM inbox_index WHERE scope = ?", (self.scope,))
+        cursor.execute("SELECT name, sig FROM inbox_index WHERE scope = ?", (self.scope_id,))
         self.known: dict[str, bytes] = dict(cursor)  # what is left at the end is gone
         self.changed: list[str] = []  # remembered, but their signature moved
         self.remember: list[tuple[str, bytes]] = []
-        self.current: tuple[str, bytes] | None = None  # the file just asked about, settled
+        self.current: tuple[str, bytes] | None = None  # the file last passed on, settled
         self.fd = os.open(folder, os.O_RDONLY)  # lstat by name: no path to resolve each time
 
     @classmethod
@@ -91,25 +126,33 @@ class IndexedRead:
             log.warning("inbox: reading every file of %s (no index: %s)", folder, exc)
             return None
 
-    def unchanged(self, entry: os.DirEntry[str]) -> bool:
-        """True: the file was read before, is for others, and has not changed since."""
-        self.current = None
-        if entry.is_symlink():
-            return False
-        name = entry.name
-        try:
-            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
-        except OSError:
-            return False  # the read says what is wrong
-        sig = _PACK(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        old = self.known.pop(name, None)
-        if old == sig:
-            return True
-        if old is not None:
-            self.changed.append(name)
-        if max(st.st_mtime_ns, st.st_ctime_ns) < self.started_ns - SETTLE_NS:
-            self.current = (name, sig)
-        return False
+    def unread(self, entries: Iterable[os.DirEntry[str]]) -> Iterator[os.DirEntry[str]]:
+        """The entries to read: all but the message files (`*.json`, not hidden) that were
+        read before, are for others, and have not changed since. One `lstat` per message
+        file; the loop is the idle run's, hence its local names."""
+        pop, stat, pack, fd = self.known.pop, os.stat, _PACK, self.fd
+        settled_before = self.started_ns - SETTLE_NS
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".json") or name.startswith("."):
+                yield entry  # not a message file: not the index's
+                continue
+            try:
+                st = stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                self.current = None
+                yield entry  # the read says what is wrong
+                continue
+            sig = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+            old = pop(name, None)
+            if old == sig:
+                continue  # for another machine, and unchanged since a run read it
+            if old is not None:
+                self.changed.append(name)
+            settled = max(st.st_mtime_ns, st.st_ctime_ns) < settled_before
+            # A symbolic link is always read: its target may change under the same link.
+            self.current = (name, sig) if settled and S_ISREG(st.st_mode) else None
+            yield entry
 
     def for_others(self, name: str) -> None:
         """The file just read mentions neither this machine nor `all`: remember it, if settled."""
@@ -120,8 +163,11 @@ class IndexedRead:
         os.close(self.fd)
 
     def save(self) -> None:
-        """After a whole pass: forget the files gone or changed, remember the new ones."""
+        """After a whole pass: forget the files gone or changed, remember the new ones, and
+        forget the scopes no run has read for `STALE_S`."""
         try:
+            if self.scope_id is None or self.used_at < time.time() - _USED_EVERY_S:
+                self._used()
             self._batched(
                 "DELETE FROM inbox_index WHERE scope = ? AND name = ?", [*self.known, *self.changed]
             )
@@ -132,10 +178,34 @@ class IndexedRead:
         except sqlite3.Error as exc:  # the next run reads those files again
             log.warning("inbox: index not updated: %s", exc)
 
+    def _used(self) -> None:
+        now = time.time()
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO inbox_scopes(scope, used_at) VALUES (?, ?)"
+                " ON CONFLICT(scope) DO UPDATE SET used_at = excluded.used_at",
+                (self.scope, now),
+            )
+            if self.scope_id is None:
+                row = db.execute(
+                    "SELECT id FROM inbox_scopes WHERE scope = ?", (self.scope,)
+                ).fetchone()
+                self.scope_id = int(row[0])
+            stale = [
+                row[0]
+                for row in db.execute(
+                    "SELECT id FROM inbox_scopes WHERE used_at < ?", (now - STALE_S,)
+                )
+            ]
+            for scope_id in stale:
+                db.execute("DELETE FROM inbox_index WHERE scope = ?", (scope_id,))
+                db.execute("DELETE FROM inbox_scopes WHERE id = ?", (scope_id,))
+        self.used_at = now
+
     def _batched(self, sql: str, items: Iterable[str | tuple[str, bytes]]) -> None:
         batch: list[tuple[object, ...]] = []
         for item in items:
-            batch.append((self.scope, item) if isinstance(item, str) else (self.scope, *item))
+            batch.append((self.scope_id, item) if isinstance(item, str) else (self.scope_id, *item))
             if len(batch) >= _BATCH:
                 self._write(sql, batch)
                 batch = []

@@ -138,7 +138,7 @@ def _read_addressed(
     except OSError:
         return []
     with scan:
-        for entry in scan:
+        for entry in scan if indexed is None else indexed.unread(scan):
             name = entry.name
             if name.startswith(".") or not entry.is_file():
                 continue
@@ -146,8 +146,6 @@ def _read_addressed(
                 if not name.startswith("~") and not name.lower().endswith(_IN_PROGRESS):
                     others.append(InboxEntry(folder / name, None, _NOT_A_MESSAGE))
                 continue
-            if indexed is not None and indexed.unchanged(entry):
-                continue  # for another machine, and unchanged since a run read it
             try:
                 raw = read_bytes(entry.path)
             except FileNotFoundError:
