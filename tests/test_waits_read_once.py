@@ -40,9 +40,11 @@ def _count_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     checked: list[str] = []
     real = record.check
 
-    def counting(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | None]:
+    def counting(
+        path: Path, records: dict[str, str], dir_fd: int | None = None
+    ) -> tuple[WaitState | None, str | None]:
         checked.append(path.name)
-        return real(path, records)
+        return real(path, records, dir_fd)
 
     monkeypatch.setattr(record, "check", counting)
     return checked

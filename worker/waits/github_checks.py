@@ -27,7 +27,8 @@ def issue_of(wait: Waiting) -> tuple[str, int] | None:
     repo, number = ref.get("repo"), ref.get("number")
     if isinstance(repo, str) and isinstance(number, int | str) and str(number).isdigit():
         return repo, int(number)
-    return parse_task_id(wait.state.task_id)
+    task_id = wait.state.task_id
+    return parse_task_id(task_id) if "#" in task_id else None  # `owner/name#12` only
 
 
 def github_approval(ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:

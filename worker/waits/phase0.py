@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from worker.config import Settings
+from worker.fsutil import opened_folder
 from worker.platform.process import alive
 from worker.scheduling import ReadyWait
 from worker.store import Store
@@ -148,20 +149,21 @@ def _load(
             ledger.log(Path(name).stem, WaitCode.WAIT_ADOPTED, f"{name} at the upgrade")
     records = record.recorded(settings, store)
     loaded = []
-    for path in wait_state_files(settings.wait_states):
-        try:
-            state, problem = record.check(path, records)
-        except ValidationError as exc:  # a record of an older, incompatible format
-            state, problem = None, f"{path.name}: unreadable record: {exc.error_count()} errors"
-        if problem is not None:
-            result.errors.append(problem)
-            if not dry_run:
-                record.enforce(path, records, problem)
-            if ledger is not None:
-                code = WaitCode.WAIT_STATE_EDITED if state else WaitCode.WAIT_STATE_UNRECORDED
-                ledger.log(state.task_id if state else path.stem, code, problem)
-        if state is not None:
-            loaded.append((path, state))
+    with opened_folder(settings.wait_states) as fd:
+        for path in wait_state_files(settings.wait_states):
+            try:
+                state, problem = record.check(path, records, fd)
+            except ValidationError as exc:  # a record of an older, incompatible format
+                state, problem = None, f"{path.name}: unreadable record: {exc.error_count()} errors"
+            if problem is not None:
+                result.errors.append(problem)
+                if not dry_run:
+                    record.enforce(path, records, problem)
+                if ledger is not None:
+                    code = WaitCode.WAIT_STATE_EDITED if state else WaitCode.WAIT_STATE_UNRECORDED
+                    ledger.log(state.task_id if state else path.stem, code, problem)
+            if state is not None:
+                loaded.append((path, state))
     return loaded
 
 

@@ -152,8 +152,11 @@ def _records(rows: list[tuple[str, str, int]]) -> Records:
     return found
 
 
-def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | None]:
-    """The wait at `path` as recorded, and what is wrong with the file (None: nothing)."""
+def check(
+    path: Path, records: dict[str, str], dir_fd: int | None = None
+) -> tuple[WaitState | None, str | None]:
+    """The wait at `path` as recorded, and what is wrong with the file (None: nothing).
+    `dir_fd`: its folder, opened (`fsutil.opened_folder`)."""
     name = path.name
     text = records.get(name)
     if text is None:
@@ -171,7 +174,7 @@ def check(path: Path, records: dict[str, str]) -> tuple[WaitState | None, str | 
     else:
         state = WaitState.model_validate_json(text)
     try:
-        actual = read_text(path)
+        actual = read_text(path if dir_fd is None else name, dir_fd)
     except (OSError, UnicodeDecodeError):
         actual = None
     if actual != text:
