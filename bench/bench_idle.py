@@ -53,7 +53,7 @@ from timing import (
 
 sys.path.insert(0, str(REPO))
 
-from worker.sources.inbox_index import SETTLE_NS
+from worker.fsutil import SETTLE_NS
 
 FLOOR = """
 import os, sys

@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import FakeAgent, needs_posix, state_of, write_message
 from worker.config import load_settings
+from worker.fsutil import SETTLE_NS
 from worker.runner import RunOptions, run_once
 from worker.sources import inbox_index
 from worker.sources import message as inbox_read
@@ -131,7 +132,7 @@ def test_a_file_changed_too_recently_is_not_remembered_and_is_read_on_every_run(
     path = _message(inbox, "m.json", "machine-2")
     changed_ns = max(path.stat().st_mtime_ns, path.stat().st_ctime_ns)
     # Every read happens half the settling time after the file's last change.
-    monkeypatch.setattr(inbox_index, "_now_ns", lambda: changed_ns + inbox_index.SETTLE_NS // 2)
+    monkeypatch.setattr(inbox_index, "_now_ns", lambda: changed_ns + SETTLE_NS // 2)
     assert _read(inbox, store) == []
     assert _read(inbox, store) == []
     assert reads == ["m.json", "m.json"] and _rows(store) == 0

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from stat import S_ISREG
 
 # On Windows a rename fails with PermissionError while another process (an antivirus scan, the
 # search indexer, a sync client, a reader) has either file open; it passes a moment later. Git
@@ -68,6 +70,29 @@ def read_text(path: Path | str, dir_fd: int | None = None) -> str:
 
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 _CHUNK = 1 << 16
+
+# A file's signature, exact: size, mtime, ctime, inode and mode. Two equal signatures, the
+# first taken before a read of the file once it had settled, say that the file has not
+# changed since that read (POSIX only: Windows' ctime is the creation time, which a rewrite
+# leaves as it was):
+# - ctime cannot be set by a program (`utime` sets it to now), so a file written again and put
+#   back with its old mtime and size still has a new signature; a file replaced by a rename
+#   has a new inode; a symbolic link (its target may change under it) is not a regular file;
+# - a file last changed (mtime or ctime) within `SETTLE_NS` of the first signature is not
+#   taken as settled: a rewrite within the same tick of the file system's clock (2 s for FAT's
+#   mtime, a few ms for ctime on Linux) would leave its signature as it was.
+SIGNATURE = struct.Struct("<QqqQI")
+SETTLE_NS = 2_000_000_000
+
+
+def signature(st: os.stat_result) -> bytes:
+    """The signature of the file `st` describes (an `lstat`'s result)."""
+    return SIGNATURE.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+
+def settled(st: os.stat_result, now_ns: int) -> bool:
+    """A regular file last changed more than `SETTLE_NS` before `now_ns`."""
+    return S_ISREG(st.st_mode) and max(st.st_mtime_ns, st.st_ctime_ns) < now_ns - SETTLE_NS
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """What the inbox read remembers between runs, in SQLite: the message files that are for other
-machines, each with the signature of the file it read (size, mtime, ctime, inode).
+machines, each with the signature of the file it read (`worker.fsutil.signature`: size,
+mtime, ctime, inode, mode), per scope (the mentions rule, the machine id, the folder).
 
 An idle run over unchanged files is then a directory scan and one `lstat` per file instead
 of a read per file. Only a negative answer is ever remembered ("this file mentions neither
@@ -8,16 +9,11 @@ index can make worker skip a file for another machine, never miss one of its own
 one twice.
 
 - The signature is taken before the read: a file changed during the read is read again next
-  time.
-- A file last changed (mtime or ctime) within `SETTLE_NS` of the read is not remembered: a
-  rewrite within the same tick of the file system's clock (2 s for FAT's mtime, a few ms for
-  ctime on Linux) would leave the signature as it was; a file settled before the read cannot
-  be rewritten within its tick afterwards.
-- ctime cannot be set by a program (`utime` sets it to now), so a file put back with an old
-  mtime and the same size is still read again; a file replaced by a rename has a new inode.
-- A symbolic link is always read (its target may change under the same link).
+  time. A file changed within `SETTLE_NS` of the read is not remembered, and a symbolic link
+  never is (`worker.fsutil.settled` says why).
 - The index is kept on POSIX only: Windows' `st_ctime` is the creation time, which a rewrite
   leaves as it was. A database error costs the index, never the read.
+- A scope no run has read for `STALE_S` is forgotten with its rows.
 """
 
 from __future__ import annotations
@@ -25,17 +21,15 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import struct
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from stat import S_ISREG
 
+from worker.fsutil import SIGNATURE, settled
 from worker.store import Store, script
 
 log = logging.getLogger(__name__)
 
-SETTLE_NS = 2_000_000_000
 # What "mentions this machine" means (worker/sources/message.py: the machine's id or "all" as
 # JSON writes it). A remembered "not ours" holds only under the rule it was decided by: change
 # this when that rule changes, and every file is read again once.
@@ -46,9 +40,6 @@ MENTIONS_RULE = "id-or-all/1"
 STALE_S = 7 * 86400
 _USED_EVERY_S = 86400  # how often a scope in use records that it still is: one write a day
 SUPPORTED = os.name == "posix" and os.stat in os.supports_dir_fd
-# size, mtime_ns, ctime_ns, inode, mode: exact. The mode tells a regular file from a symbolic
-# link (never remembered, so never matched) without a test of its own per file.
-_PACK = struct.Struct("<QqqQI").pack
 _BATCH = 50_000  # rows written per transaction (a million files is twenty)
 _now_ns = time.time_ns
 
@@ -130,8 +121,7 @@ class IndexedRead:
         """The entries to read: all but the message files (`*.json`, not hidden) that were
         read before, are for others, and have not changed since. One `lstat` per message
         file; the loop is the idle run's, hence its local names."""
-        pop, stat, pack, fd = self.known.pop, os.stat, _PACK, self.fd
-        settled_before = self.started_ns - SETTLE_NS
+        pop, stat, pack, fd = self.known.pop, os.stat, SIGNATURE.pack, self.fd
         for entry in entries:
             name = entry.name
             if not name.endswith(".json") or name.startswith("."):
@@ -149,9 +139,8 @@ class IndexedRead:
                 continue  # for another machine, and unchanged since a run read it
             if old is not None:
                 self.changed.append(name)
-            settled = max(st.st_mtime_ns, st.st_ctime_ns) < settled_before
-            # A symbolic link is always read: its target may change under the same link.
-            self.current = (name, sig) if settled and S_ISREG(st.st_mode) else None
+            # The mode in the signature: a symbolic link, never remembered, never matches.
+            self.current = (name, sig) if settled(st, self.started_ns) else None
             yield entry
 
     def for_others(self, name: str) -> None:

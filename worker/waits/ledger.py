@@ -91,7 +91,13 @@ def _v3(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE wait_records ADD COLUMN rules INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS = [_v1, _v2, _v3]
+def _v4(db: sqlite3.Connection) -> None:
+    """The signature of each wait's file when it was last found as recorded
+    (`worker.waits.record.check`): while the file keeps it, it is not read again."""
+    db.execute("ALTER TABLE wait_records ADD COLUMN sig BLOB")
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4]
 
 
 @dataclass

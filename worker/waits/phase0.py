@@ -164,6 +164,8 @@ def _load(
                     ledger.log(state.task_id if state else path.stem, code, problem)
             if state is not None:
                 loaded.append((path, state))
+    if ledger is not None:
+        record.remember_verified(ledger.store, records)
     return loaded
 
 

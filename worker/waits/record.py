@@ -12,21 +12,27 @@ wrote; every reader takes the wait from that record, never from the file alone:
 - a record whose file is gone ended (the resumed run, an expiry, a cancel each drop it).
 
 A record also keeps the version of the checks its wait passed when written
-(`validate.RULES`): read back under the same version, they are not run again.
+(`validate.RULES`): read back under the same version, they are not run again. And it keeps
+the signature of the file when it was last found equal to the record (`fsutil.signature`,
+taken before that read, once the file had settled): a file with the same signature now has
+not been changed since, so phase 0 takes it as recorded with one `lstat` instead of a read.
+Any write to the file (an edit in place, a rename over it, a symbolic link) changes the
+signature, and the file is read and compared again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.errors import MalformedInput
-from worker.fsutil import atomic_write_text, quarantine, read_text
+from worker.fsutil import atomic_write_text, quarantine, read_text, settled, signature
 from worker.store import Store
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import (
@@ -119,12 +125,20 @@ def forget(settings: Settings, path: Path, store: Store | None = None) -> None:
 
 class Records(dict[str, str]):
     """File name -> the text worker wrote; `checked`: the names whose text passed the current
-    rules when it was written (`validate.RULES`), read back without checking them again."""
+    rules when it was written (`validate.RULES`), read back without checking them again;
+    `sigs`: the signature of each file when it was last found as recorded; `verified`: the
+    files `check` has just found as recorded, with their signature, for `remember_verified`."""
 
     checked: frozenset[str] = frozenset()
 
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.sigs: dict[str, bytes] = {}
+        self.verified: list[tuple[str, bytes, str]] = []
+
 
 _SELECT = "SELECT file, text, rules FROM wait_records"
+_now_ns = time.time_ns
 
 
 def recorded(settings: Settings, store: Store | None = None) -> Records:
@@ -132,7 +146,10 @@ def recorded(settings: Settings, store: Store | None = None) -> Records:
     the database is read without being created or changed."""
     if store is not None:
         _ensure(store)
-        return _records(store.db.execute(_SELECT).fetchall())
+        rows = store.db.execute("SELECT file, text, rules, sig FROM wait_records").fetchall()
+        found = _records(rows)
+        found.sigs = {row[0]: row[3] for row in rows if row[3] is not None}
+        return found
     if not settings.db_path.exists():
         return Records()
     uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
@@ -173,6 +190,9 @@ def check(
         state = from_record(text)
     else:
         state = WaitState.model_validate_json(text)
+    same, sig = _signature_check(name, records, dir_fd)
+    if same:
+        return state, None  # not changed since it was found as recorded
     try:
         actual = read_text(path if dir_fd is None else name, dir_fd)
     except (OSError, UnicodeDecodeError):
@@ -182,7 +202,43 @@ def check(
             f"{name}: {EDITED}: the file was changed outside worker; the change is "
             "ignored and the recorded wait kept"
         )
+    if sig is not None and isinstance(records, Records):
+        records.verified.append((name, sig, text))
     return state, None
+
+
+def _signature_check(
+    name: str, records: dict[str, str], dir_fd: int | None
+) -> tuple[bool, bytes | None]:
+    """(True, _): the file has the signature it had when last found as recorded. Else
+    (False, its signature, if it is settled: worth keeping should the read find it as
+    recorded). Only with the records of a store and the folder opened."""
+    if dir_fd is None or not isinstance(records, Records):
+        return False, None
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False, None  # the read says what is wrong
+    sig = signature(st)
+    if records.sigs.get(name) == sig:
+        return True, sig
+    return False, sig if settled(st, _now_ns()) else None
+
+
+def remember_verified(store: Store, records: Records) -> None:
+    """Keep the signatures of the files `check` has just found as recorded, for the records
+    that still hold the text compared (a record saved again meanwhile has none)."""
+    if not records.verified:
+        return
+    try:
+        with store.transaction() as db:
+            db.executemany(
+                "UPDATE wait_records SET sig = ? WHERE file = ? AND text = ?",
+                [(sig, name, text) for name, sig, text in records.verified],
+            )
+    except sqlite3.Error as exc:  # the next run reads those files again
+        log.warning("waits: signatures of the checked files not kept: %s", exc)
+    records.verified.clear()
 
 
 def enforce(path: Path, records: dict[str, str], problem: str) -> None:
