@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from worker.fsutil import SIGNATURE, settled
+from worker.fsutil import SIGNATURE, settled, signature
 from worker.store import Store, script
 
 log = logging.getLogger(__name__)
@@ -118,30 +118,36 @@ class IndexedRead:
             return None
 
     def unread(self, entries: Iterable[os.DirEntry[str]]) -> Iterator[os.DirEntry[str]]:
-        """The entries to read: all but the message files (`*.json`, not hidden) that were
-        read before, are for others, and have not changed since. One `lstat` per message
-        file; the loop is the idle run's, hence its local names."""
+        """The entries to read: all but the files that were read before, are for others, and
+        have not changed since (only message files, `*.json` not hidden, are ever
+        remembered). One `lstat` per message file; the loop is the idle run's, hence its
+        local names, and a remembered name is looked up before anything else."""
         pop, stat, pack, fd = self.known.pop, os.stat, SIGNATURE.pack, self.fd
         for entry in entries:
             name = entry.name
-            if not name.endswith(".json") or name.startswith("."):
-                yield entry  # not a message file: not the index's
-                continue
-            try:
-                st = stat(name, dir_fd=fd, follow_symlinks=False)
-            except OSError:
-                self.current = None
-                yield entry  # the read says what is wrong
-                continue
-            sig = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
             old = pop(name, None)
-            if old == sig:
-                continue  # for another machine, and unchanged since a run read it
             if old is not None:
+                try:
+                    st = stat(name, dir_fd=fd, follow_symlinks=False)
+                    sig = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+                except OSError:
+                    sig = None  # the read says what is wrong
+                if sig == old:
+                    continue  # for another machine, and unchanged since a run read it
                 self.changed.append(name)
-            # The mode in the signature: a symbolic link, never remembered, never matches.
-            self.current = (name, sig) if settled(st, self.started_ns) else None
+            self.current = self._settled(name)
             yield entry
+
+    def _settled(self, name: str) -> tuple[str, bytes] | None:
+        """The message file's name and signature, taken before it is read, if it may be
+        remembered after the read (settled, and a regular file: a symbolic link never is)."""
+        if not name.endswith(".json") or name.startswith("."):
+            return None
+        try:
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except OSError:
+            return None
+        return (name, signature(st)) if settled(st, self.started_ns) else None
 
     def for_others(self, name: str) -> None:
         """The file just read mentions neither this machine nor `all`: remember it, if settled."""
