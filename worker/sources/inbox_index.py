@@ -73,9 +73,9 @@ def _v2(db: sqlite3.Connection) -> None:
         CREATE TABLE inbox_index (
             scope INTEGER NOT NULL,
             name TEXT NOT NULL,
-            sig BLOB NOT NULL,
-            PRIMARY KEY (scope, name)
-        ) WITHOUT ROWID;
+            sig BLOB NOT NULL
+        );
+        CREATE UNIQUE INDEX inbox_index_name ON inbox_index(scope, name);
         """,
     )
 
@@ -99,7 +99,11 @@ class IndexedRead:
         self.used_at: float = row[1] if row else 0.0
         cursor = store.db.cursor()
         cursor.row_factory = None  # plain tuples: a million rows without a Row object each
-        cursor.execute("SELECT name, sig FROM inbox_index WHERE scope = ?", (self.scope_id,))
+        # In the order the rows were written, which is the folder's order (not the names'):
+        # the lookups then walk the rows in memory in turn, as they were loaded.
+        cursor.execute(
+            "SELECT name, sig FROM inbox_index NOT INDEXED WHERE scope = ?", (self.scope_id,)
+        )
         self.known: dict[str, bytes] = dict(cursor)  # what is left at the end is gone
         self.changed: list[str] = []  # remembered, but their signature moved
         self.remember: list[tuple[str, bytes]] = []
