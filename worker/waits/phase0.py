@@ -233,10 +233,12 @@ def _remember(
     changed = []
     for wait in waits:
         verdict = verdicts.get(wait.key) or Verdict()
+        old = rows.get(wait.key)
+        if old is not None and _as_before(old, wait, verdict, stamps[wait.key]):
+            continue  # not met and not looked at, as at the last run: most waits, most runs
         for code, detail in verdict.ignored:
             log.warning("waits: %s: %s (%s)", wait.state.task_id, code, detail)
             ledger.log(wait.state.task_id, code, detail, once=True)
-        old = rows.get(wait.key)
         row = CheckRow(
             wait.key,
             stamps[wait.key],
@@ -251,6 +253,22 @@ def _remember(
                 ledger.log(row.task_id, WaitCode.WAIT_READY, verdict.answer[:200])
             changed.append(row)
     ledger.record(changed)
+
+
+def _as_before(old: CheckRow, wait: Waiting, verdict: Verdict, stamp: str) -> bool:
+    """A verdict of "not met" that looked at nothing remote and ignored nothing, for a wait
+    whose row says so already: the row `_remember` would write is `old`, and nothing is
+    logged (the cheap test of the usual case before building that row)."""
+    return (
+        verdict.answer is None
+        and not verdict.looked_remote
+        and not verdict.ignored
+        and old.answer is None
+        and not old.consume
+        and old.stamp == stamp
+        and old.seen == (verdict.seen or wait.seen)
+        and old.task_id == wait.state.task_id
+    )
 
 
 def _release_dead_claims(
