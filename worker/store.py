@@ -197,7 +197,7 @@ class Store:
 
     def ensure(self, component: str, migrations: Sequence[Migration]) -> None:
         """Apply the component's migrations that this database has not seen yet, in order.
-        Once per component and connection: an idle run asked four times for the waits'."""
+        Once per component for this store: an idle run asks eight times, the rest cost nothing."""
         done_here = (component, len(migrations))
         if done_here in self._ensured:
             return

@@ -59,8 +59,9 @@ def _v1(db: sqlite3.Connection) -> None:
 
 
 def _v2(db: sqlite3.Connection) -> None:
-    """Each scope once, with when a run last read it (its rows keyed by a small number: they
-    load faster); the rows of v1 are dropped, so the next run reads every file once."""
+    """Each scope once, with when a run last read it; its rows keyed by its number, and read
+    in the order they were written (see `IndexedRead`). The rows of v1 are dropped: the next
+    run reads every file once."""
     script(
         db,
         """
@@ -190,15 +191,13 @@ class IndexedRead:
                     "SELECT id FROM inbox_scopes WHERE scope = ?", (self.scope,)
                 ).fetchone()
                 self.scope_id = int(row[0])
-            stale = [
-                row[0]
-                for row in db.execute(
-                    "SELECT id FROM inbox_scopes WHERE used_at < ?", (now - STALE_S,)
-                )
-            ]
-            for scope_id in stale:
-                db.execute("DELETE FROM inbox_index WHERE scope = ?", (scope_id,))
-                db.execute("DELETE FROM inbox_scopes WHERE id = ?", (scope_id,))
+            stale = (now - STALE_S,)
+            db.execute(
+                "DELETE FROM inbox_index WHERE scope IN"
+                " (SELECT id FROM inbox_scopes WHERE used_at < ?)",
+                stale,
+            )
+            db.execute("DELETE FROM inbox_scopes WHERE used_at < ?", stale)
         self.used_at = now
 
     def _batched(self, sql: str, items: Iterable[str | tuple[str, bytes]]) -> None:
