@@ -117,7 +117,9 @@ class Ledger:
         store.ensure("waits", MIGRATIONS)
 
     def checks(self) -> dict[str, CheckRow]:
-        rows = self.store.db.execute(
+        cursor = self.store.db.cursor()
+        cursor.row_factory = None  # plain tuples, not a `sqlite3.Row` each
+        rows = cursor.execute(
             "SELECT key, stamp, task_id, checked_at, answer, consume, seen FROM wait_checks"
         )
         return {

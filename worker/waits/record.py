@@ -146,7 +146,9 @@ def recorded(settings: Settings, store: Store | None = None) -> Records:
     the database is read without being created or changed."""
     if store is not None:
         _ensure(store)
-        rows = store.db.execute("SELECT file, text, rules, sig FROM wait_records").fetchall()
+        cursor = store.db.cursor()
+        cursor.row_factory = None  # plain tuples, not a `sqlite3.Row` each
+        rows = cursor.execute("SELECT file, text, rules, sig FROM wait_records").fetchall()
         found = _records(rows)
         found.sigs = {row[0]: row[3] for row in rows if row[3] is not None}
         return found
