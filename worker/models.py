@@ -1,8 +1,11 @@
 """Domain types shared by the parts of worker.
 
-Results are frozen dataclasses, and an agent's events a NamedTuple (the cheapest immutable
-record to build: a replay makes 100,000 of them); persisted JSON formats are Pydantic models
-next to the code that owns their files.
+Results are dataclasses, and an agent's events a NamedTuple (the cheapest immutable record to
+build: a replay makes 100,000 of them); so are the STATUS block and an infrastructure failure,
+which compare every field and are never copied with `dataclasses.replace` nor serialised whole:
+a NamedTuple class is built with one `eval`, a frozen dataclass with six `exec`s on Python 3.11
+(`worker.kernel.model` says what that costs every start). Persisted JSON formats are Pydantic
+models next to the code that owns their files.
 """
 
 from __future__ import annotations
@@ -111,8 +114,7 @@ class InfraKind(StrEnum):
     CLI_CRASH = "cli_crash"  # non-zero exit without a result event
 
 
-@dataclass(frozen=True)
-class InfraFailure:
+class InfraFailure(NamedTuple):
     """An infrastructure failure read from a CLI's events or its exit.
 
     `message` names the cause in words, for logs, `worker why`, replies and comments, e.g.
@@ -152,8 +154,7 @@ class AgentResult:
     infra: InfraFailure | None = None  # set when the failure was not the task's
 
 
-@dataclass(frozen=True)
-class StatusBlock:
+class StatusBlock(NamedTuple):
     """The agent's STATUS block, parsed strictly. `status` is None when there was none."""
 
     status: str | None
