@@ -10,7 +10,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REPO = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"  # compiled at its first use: most have no repos
 
 
 class GitHubSettings(BaseModel):
@@ -54,7 +54,7 @@ class GitHubSettings(BaseModel):
     @classmethod
     def _repo_names(cls, value: list[str]) -> list[str]:
         for repo in value:
-            if not _REPO.match(repo):
+            if not re.match(_REPO, repo):
                 raise ValueError(f"{repo!r} is not of the form owner/name")
         return value
 
