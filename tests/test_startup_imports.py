@@ -110,16 +110,18 @@ def test_nothing_to_do_needs_neither_the_process_layer_nor_git(
 # channels (only with something to send), the daily cap's wait (only when a task reaches it),
 # the agents' preflight (only with a task to take), the reply rules (only with a reply to
 # read), GitHub's wait checks and look (only with a wait), getpass and its termios (only to
-# name who wrote a note); for a dry run, which records and notifies nothing, the retention of
+# name who wrote a note), the agent's request and results and a task's result (only with a
+# task); for a dry run, which records and notifies nothing, the retention of
 # records, the notifier and the spend; for `status` with no database yet, what it would read
 # there (the spend, the unsent notifications, the running task's heartbeat, the last runs).
-NOTHING_WAITS = (
+NOTHING_TO_DO = (
     "worker.kernel.replies",
     "worker.waits.github_checks",
     "worker.waits.github_look",
     "worker.sources.github.selection",
     "getpass",
     "termios",
+    "worker.results",
 )
 KEPT_OFF = {
     "idle run": (
@@ -127,7 +129,7 @@ KEPT_OFF = {
         "worker.notify.channels",
         "worker.waits.saving",
         "worker.agents.infra",
-        *NOTHING_WAITS,
+        *NOTHING_TO_DO,
     ),
     "dry run": (
         "tomllib",
@@ -139,13 +141,13 @@ KEPT_OFF = {
         "worker.notify.events",
         "worker.notify.outbox",
         "worker.costs",
-        *NOTHING_WAITS,
+        *NOTHING_TO_DO,
     ),
     "status": (
         "tomllib",
         "worker.notify.channels",
         "worker.waits.saving",
-        *NOTHING_WAITS,
+        *NOTHING_TO_DO,
         "worker.costs",
         "worker.notify.outbox",
         "worker.progress",

@@ -31,7 +31,9 @@ def effective_orders(snapshot: Snapshot) -> list[ControlOrder]:
     return sorted(orders, key=lambda o: (o.at, o.id))
 
 
-@dataclass
+# Made and read inside one `decide` call, never compared nor printed: no generated `__eq__`
+# or `__repr__` (each one more `exec` at every start).
+@dataclass(eq=False, repr=False)
 class Turn:
     """One turn's working state: the actions and notes so far, the tasks ended, paused or
     resumed by its orders."""
