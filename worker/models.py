@@ -8,7 +8,7 @@ a NamedTuple class is built with one `eval`, a frozen dataclass with six `exec`s
 models next to the code that owns their files.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from dataclasses import dataclass, field
 from datetime import datetime

@@ -5,7 +5,7 @@ configuration error. Our own keys (agent, iterationTimeoutSeconds, costCapUsd, p
 match, default, description) sit beside the specification's.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import json
 import logging

@@ -7,7 +7,7 @@ a NamedTuple: built with one `eval` instead of six `exec`s (a frozen dataclass's
 methods on Python 3.11), about 0.4 ms of every command's start-up each.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum

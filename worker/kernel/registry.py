@@ -6,7 +6,7 @@ state: a running task lives in its claim, a wait state in its file, a queued tas
 source. Kinds are an ordered tuple; a new kind joins the same way.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from typing import Any, NamedTuple
 

@@ -4,7 +4,7 @@ The token is never a setting: it is read from `WORKER_GITHUB_TOKEN` or `GITHUB_T
 is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import re
 
