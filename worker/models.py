@@ -1,11 +1,12 @@
 """Domain types shared by the parts of worker.
 
-Results are dataclasses, and an agent's events a NamedTuple (the cheapest immutable record to
-build: a replay makes 100,000 of them); so are the STATUS block and an infrastructure failure,
-which compare every field and are never copied with `dataclasses.replace` nor serialised whole:
-a NamedTuple class is built with one `eval`, a frozen dataclass with six `exec`s on Python 3.11
-(`worker.kernel.model` says what that costs every start). Persisted JSON formats are Pydantic
-models next to the code that owns their files.
+A task is a frozen dataclass, and an agent's events a NamedTuple (the cheapest immutable record
+to build: a replay makes 100,000 of them); so are the STATUS block and an infrastructure
+failure, which compare every field and are never copied with `dataclasses.replace` nor
+serialised whole (a NamedTuple class is built with one `eval`, a frozen dataclass with six
+`exec`s: `worker.kernel.model` says what that costs every start). The request to an agent and
+what an agent call and a task leave behind are in `worker.results`, exported from here too.
+Persisted JSON formats are Pydantic models next to the code that owns their files.
 """
 
 # Annotations evaluated as written, not postponed: worker/config.py says why.
@@ -124,9 +125,8 @@ class StatusBlock(NamedTuple):
     reason_code: str | None = None  # NO_STATUS_BLOCK, UNKNOWN_STATUS, ...
 
 
-# The request to an agent and what an agent call and a task leave behind live in
-# `worker.results`, loaded when one of them is first asked for: a run with nothing to do
-# never makes one.
+# `worker.results` is loaded when one of its types is first asked for here: a run with nothing
+# to do never makes one.
 _RESULTS = ("AgentRequest", "AgentResult", "IterationRecord", "TaskResult")
 
 
