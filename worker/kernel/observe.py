@@ -79,10 +79,7 @@ def reply_signals(
     """Replies in the inbox to a waiting task, from someone else than this machine."""
     if not task_ids or not settings.inbox.is_dir():
         return []
-    from worker.kernel.replies import interpret  # only with waits and an inbox to look at
-
-    approvers = settings.waits.approvers
-    found = []
+    replies = []
     for entry in addressed_messages(settings.inbox, settings.machine_id):
         message = entry.message
         if message is None or not message.in_reply_to:
@@ -93,18 +90,24 @@ def reply_signals(
             continue
         if message.body.strip().lower().startswith(("/approve", "/reject")):
             continue  # an approval: the wait-state owner's (user_approval)
-        found.append(
-            interpret(
-                message.id,
-                message.in_reply_to or "",
-                message.body or message.subject,
-                message.sender,
-                control.may_order(Order.RESUME, message.sender, approvers),
-                classifier,
-                control.may_order(Order.STOP, message.sender, approvers),
-            )
+        replies.append(message)
+    if not replies:
+        return []
+    from worker.kernel.replies import interpret  # only with a reply to read (most runs: none)
+
+    approvers = settings.waits.approvers
+    return [
+        interpret(
+            message.id,
+            message.in_reply_to or "",
+            message.body or message.subject,
+            message.sender,
+            control.may_order(Order.RESUME, message.sender, approvers),
+            classifier,
+            control.may_order(Order.STOP, message.sender, approvers),
         )
-    return found
+        for message in replies
+    ]
 
 
 def _epoch(at: datetime) -> float:

@@ -221,13 +221,20 @@ def _client_look(settings: Settings, store: Store | None) -> GitHubLook | None:
 
 
 def _needs_github(waits: list[Waiting]) -> bool:
-    if not waits:
+    # A wait can be on a GitHub issue only with a repository in its source or a `#` in its
+    # task id (`issue_of`): GitHub's parts are imported only for those (most runs: none).
+    maybe = [
+        w
+        for w in waits
+        if w.due
+        and w.kind in ("user_approval", "github_decision")
+        and ("repo" in w.state.source_ref or "#" in w.state.task_id)
+    ]
+    if not maybe:
         return False
-    from worker.waits.github_checks import issue_of  # GitHub's parts: only with a wait
+    from worker.waits.github_checks import issue_of
 
-    return any(
-        w.due and w.kind in ("user_approval", "github_decision") and issue_of(w) for w in waits
-    )
+    return any(issue_of(w) for w in maybe)
 
 
 def _remember(
