@@ -7,7 +7,7 @@ that their caps are the same whichever agent ran.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,9 @@ new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, Agen
 # (scan_once is set in JSONDecoder.__init__; typeshed does not declare it)
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _NOT_DECODED = (StopIteration, ValueError)
+Normaliser = Callable[[dict[str, Any], int], list[AgentEvent]]  # an adapter's, for one line
+# str.splitlines cuts lines at these too; a text holding none of them is cut at line feeds.
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def loads(line: str) -> Any:
@@ -55,6 +58,42 @@ def parse(line: str) -> dict[str, Any] | str | None:
     except json.JSONDecodeError as exc:
         return f"not JSON: {exc.msg}"
     return obj if isinstance(obj, dict) else "not a JSON object"
+
+
+def only_newlines(text: str) -> bool:
+    """Whether "\n" is the only line break in `text`, of all those str.splitlines knows."""
+    return not any(map(text.__contains__, _OTHER_BREAKS))
+
+
+def each_line(
+    text: str,
+    normalise: Normaliser,
+    other: Callable[[str, int], list[AgentEvent]],
+) -> Iterator[list[AgentEvent]]:
+    """The events of each line of a text whose only line break is "\n" (see only_newlines),
+    in order: `normalise(obj, index)` of a line that is one JSON object and nothing else,
+    decoded where it lies in `text` (no copy of the line); `other(line, index)` of any other
+    line (blank, padded, not JSON, not an object)."""
+    scan, find, size = _SCAN, text.find, len(text)
+    start = index = 0
+    while start < size:
+        try:
+            obj, end = scan(text, start)
+        except _NOT_DECODED:
+            obj = end = None
+        # The decoder may have read on past the line's end: a line break is JSON whitespace.
+        if (
+            obj.__class__ is dict
+            and (end == size or text[end] == "\n")
+            and find("\n", start, end) < 0
+        ):
+            yield normalise(obj, index)
+            start, index = end + 1, index + 1
+            continue
+        stop = find("\n", start)
+        stop = size if stop < 0 else stop
+        yield other(text[start:stop], index)
+        start, index = stop + 1, index + 1
 
 
 def message_of(value: Any) -> str | None:
