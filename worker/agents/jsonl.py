@@ -80,7 +80,7 @@ def each_line(
         try:
             obj, end = scan(text, start)
         except _NOT_DECODED:
-            obj = end = None
+            obj, end = None, start
         # The decoder may have read on past the line's end: a line break is JSON whitespace.
         if (
             obj.__class__ is dict

@@ -22,7 +22,7 @@ from worker.supervision.signals import (
     PERMISSION,
     TOOL,
     answer_signature,
-    canonical_args,
+    canonical_mixed,
     canonical_strings,
     distinct_failing,
     error_head,
@@ -190,8 +190,8 @@ class StreamDetectors:
         (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
         canonical = canonical_strings(args, self._volatile) if args else "{}"
         kept = seen if canonical is not None else None
-        if canonical is None:
-            canonical = canonical_args(args, self._volatile)
+        if canonical is None:  # not all short strings (so there are arguments)
+            canonical = canonical_mixed(args or {}, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
         described = (tool, canonical, f"{tool} {canonical}", writes)
         if kept is not None:
