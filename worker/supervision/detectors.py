@@ -92,6 +92,10 @@ class StreamDetectors:
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
+        # Settings read for every turn or usage event, as plain attributes (a pydantic model's
+        # attribute is three times slower to read).
+        self._stall_turns = settings.stall_turns
+        self._context_warn, self._context_urgent = settings.context_warn, settings.context_urgent
         # The shortest runs that can be an oscillation: of any results, of failing ones.
         self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
         # (tool, failure class or None, seq, line, turn) of the last results
@@ -142,7 +146,7 @@ class StreamDetectors:
         self._since_progress += 1
         if self._since_progress == 1:
             self._stall_start = (self.seq, event.index)
-        if self._since_progress < self.s.stall_turns:
+        if self._since_progress < self._stall_turns:
             return
         turns = self._since_progress
         found.append(
@@ -408,17 +412,18 @@ class StreamDetectors:
         tokens = event.input_tokens
         if not tokens:
             return
-        window = self.window()
+        names = (self.session_model, self.model_hint, self.model)  # window(), called only
+        window = self._window if names == self._window_names else self.window()  # on a change
         fill = tokens / window
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
         if self.peak_context_fill is None or fill > self.peak_context_fill:
             self.peak_context_fill = fill
-        if fill < self.s.context_warn:
+        if fill < self._context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
         if self._context is None:
             self._context = (self.seq, event.index)
-        level = URGENT if fill >= self.s.context_urgent else WARN
+        level = URGENT if fill >= self._context_urgent else WARN
         evidence = {"tokens": tokens, "window": window, "fill": fill, "model": self.model}
         found.append(
             self._sighting("context", level, "context", self._context, round(fill * 100), evidence)
