@@ -12,6 +12,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from worker.agents.claude_stream import SYNTHETIC_MODEL
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly, Evidence, Sighting
 from worker.supervision.progress import Knowledge, shell_writes
@@ -387,6 +388,8 @@ class StreamDetectors:
     def _on_text(self, event: AgentEvent, found: list[Sighting]) -> None:
         if not self._in_turn:
             self._new_turn(event, found)
+        if event.model == SYNTHETIC_MODEL:  # the CLI's words (a usage limit), not the model's
+            return
         sig = message_signature(event.text, self.s.min_message_chars)
         if sig is None:
             return
