@@ -61,7 +61,7 @@ def parse(line: str) -> dict[str, Any] | str | None:
 
 
 def only_newlines(text: str) -> bool:
-    """Whether "\n" is the only line break in `text`, of all those str.splitlines knows."""
+    """Whether the line feed is the only line break in `text` of all str.splitlines knows."""
     return not any(map(text.__contains__, _OTHER_BREAKS))
 
 
@@ -70,29 +70,25 @@ def each_line(
     normalise: Normaliser,
     other: Callable[[str, int], list[AgentEvent]],
 ) -> Iterator[list[AgentEvent]]:
-    """The events of each line of a text whose only line break is "\n" (see only_newlines),
-    in order: `normalise(obj, index)` of a line that is one JSON object and nothing else,
-    decoded where it lies in `text` (no copy of the line); `other(line, index)` of any other
-    line (blank, padded, not JSON, not an object)."""
+    """The events of each line of a text whose only line break is the line feed (see
+    only_newlines), in order: `normalise(obj, index)` of a line that is one JSON object and
+    nothing else, decoded where it lies in `text` (no copy of the line); `other(line, index)`
+    of any other line (blank, padded, not JSON, not an object)."""
     scan, find, size = _SCAN, text.find, len(text)
     start = index = 0
     while start < size:
+        stop = find("\n", start)
+        stop = size if stop < 0 else stop
         try:
             obj, end = scan(text, start)
         except _NOT_DECODED:
             obj, end = None, start
-        # The decoder may have read on past the line's end: a line break is JSON whitespace.
-        if (
-            obj.__class__ is dict
-            and (end == size or text[end] == "\n")
-            and find("\n", start, end) < 0
-        ):
+        # The object must end where the line does: a line break is JSON whitespace, and the
+        # decoder may have read on past it.
+        if end == stop and obj.__class__ is dict:
             yield normalise(obj, index)
-            start, index = end + 1, index + 1
-            continue
-        stop = find("\n", start)
-        stop = size if stop < 0 else stop
-        yield other(text[start:stop], index)
+        else:
+            yield other(text[start:stop], index)
         start, index = stop + 1, index + 1
 
 
