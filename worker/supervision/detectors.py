@@ -388,7 +388,7 @@ class StreamDetectors:
     def _on_text(self, event: AgentEvent, found: list[Sighting]) -> None:
         if not self._in_turn:
             self._new_turn(event, found)
-        if event.model == SYNTHETIC_MODEL:  # the CLI's words (a usage limit), not the model's
+        if event.model == SYNTHETIC_MODEL:  # the CLI's words (a limit, an API error)
             return
         sig = message_signature(event.text, self.s.min_message_chars)
         if sig is None:
