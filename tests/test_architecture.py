@@ -193,6 +193,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.fleet.settings",
             "worker.models",
             "worker.notify.settings",
+            "worker.results",
             "worker.retention_settings",
             "worker.review.settings",
             "worker.sources.github.settings",

@@ -108,10 +108,29 @@ def test_nothing_to_do_needs_neither_the_process_layer_nor_git(
 # What a path with nothing to do (and no worker.toml) does not import, each kept where the code
 # that needs it runs: the TOML parser (only with a worker.toml to read), the notification
 # channels (only with something to send), the daily cap's wait (only when a task reaches it),
-# the agents' preflight (only with a task to take); and, for a dry run, which records and
-# notifies nothing, the retention of records, the notifier and the spend.
+# the agents' preflight (only with a task to take), the reply rules (only with a reply to
+# read), GitHub's wait checks and look (only with a wait), getpass and its termios (only to
+# name who wrote a note), the agent's request and results and a task's result (only with a
+# task); for a dry run, which records and notifies nothing, the retention of
+# records, the notifier and the spend; for `status` with no database yet, what it would read
+# there (the spend, the unsent notifications, the running task's heartbeat, the last runs).
+NOTHING_TO_DO = (
+    "worker.kernel.replies",
+    "worker.waits.github_checks",
+    "worker.waits.github_look",
+    "worker.sources.github.selection",
+    "getpass",
+    "termios",
+    "worker.results",
+)
 KEPT_OFF = {
-    "idle run": ("tomllib", "worker.notify.channels", "worker.waits.saving", "worker.agents.infra"),
+    "idle run": (
+        "tomllib",
+        "worker.notify.channels",
+        "worker.waits.saving",
+        "worker.agents.infra",
+        *NOTHING_TO_DO,
+    ),
     "dry run": (
         "tomllib",
         "worker.notify.channels",
@@ -122,8 +141,18 @@ KEPT_OFF = {
         "worker.notify.events",
         "worker.notify.outbox",
         "worker.costs",
+        *NOTHING_TO_DO,
     ),
-    "status": ("tomllib", "worker.notify.channels", "worker.waits.saving"),
+    "status": (
+        "tomllib",
+        "worker.notify.channels",
+        "worker.waits.saving",
+        *NOTHING_TO_DO,
+        "worker.costs",
+        "worker.notify.outbox",
+        "worker.progress",
+        "worker.run_log",
+    ),
 }
 
 
@@ -147,10 +176,10 @@ def test_nothing_to_do_imports_no_toml_parser_channel_or_preflight(
 
 
 def test_nothing_to_do_compiles_no_pattern_it_never_matches(workspace: Path) -> None:
-    """The reply rules, GitHub's issue patterns and the fleet URL's password patterns are
-    compiled at their first use, which an idle run, a dry run and `status` with nothing to
-    do never reach; nor do they load Python's tokenizer (pydantic reads the signature of a
-    default factory, and `list`'s is parsed by it)."""
+    """The reply rules, GitHub's issue patterns, the fleet URL's password patterns, an order's
+    subject and a repository's name are compiled at their first use, which an idle run, a dry
+    run and `status` with nothing to do never reach; nor do they load Python's tokenizer
+    (pydantic reads the signature of a default factory, and `list`'s is parsed by it)."""
     code = (
         "import re, sys\n"
         "compiled = set()\n"
@@ -165,12 +194,15 @@ def test_nothing_to_do_compiles_no_pattern_it_never_matches(workspace: Path) -> 
         "    try:\n        app()\n    except SystemExit:\n        pass\n"
         "import tokenize\n"
         "from worker.fleet import settings as fleet\n"
-        "from worker.kernel import replies\n"
+        "from worker.kernel import control, replies\n"
         "from worker.sources.github import selection as github\n"
+        "from worker.sources.github import settings as github_settings\n"
         "patterns = {\n"
         "    'replies': [rule[1] for rule in replies._RULES],\n"
         "    'github': [github._AGENT, github._TASK_ID, github._P_LABEL, github._PRIORITY_LABEL],\n"
         "    'fleet': [fleet._URL_PASSWORD, fleet._DSN_PASSWORD],\n"
+        "    'orders': [control._SUBJECT],\n"
+        "    'repos': [github_settings._REPO],\n"
         "    'tokenizer': [tokenize.PseudoToken],\n"
         "}\n"
         "print(len(compiled) > 0, sorted(name for name, some in patterns.items()\n"

@@ -1,19 +1,26 @@
 """Domain types shared by the parts of worker.
 
-Results are frozen dataclasses, and an agent's events a NamedTuple (the cheapest immutable
-record to build: a replay makes 100,000 of them); persisted JSON formats are Pydantic models
-next to the code that owns their files.
+A task is a frozen dataclass, and an agent's events a NamedTuple (the cheapest immutable record
+to build: a replay makes 100,000 of them); so are the STATUS block and an infrastructure
+failure, which compare every field and are never copied with `dataclasses.replace` nor
+serialised whole (a NamedTuple class is built with one `eval`, a frozen dataclass with six
+`exec`s: `worker.kernel.model` says what that costs every start). The request to an agent and
+what an agent call and a task leave behind are in `worker.results`, exported from here too.
+Persisted JSON formats are Pydantic models next to the code that owns their files.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:  # re-exported (see `__getattr__` below)
+    from worker.results import AgentRequest as AgentRequest
+    from worker.results import AgentResult as AgentResult
+    from worker.results import IterationRecord as IterationRecord
+    from worker.results import TaskResult as TaskResult
 
 
 class Outcome(StrEnum):
@@ -83,24 +90,6 @@ class AgentEvent(NamedTuple):
     raw_type: str | None = None
 
 
-@dataclass(frozen=True)
-class AgentRequest:
-    """What one iteration asks of an agent adapter."""
-
-    prompt: str
-    model: str
-    cwd: Path
-    timeout_s: float
-    log_path: Path | None = None
-    resume_session: str | None = None
-    extra_args: tuple[str, ...] = ()
-    max_budget_usd: float | None = None
-    # Set by the worker to end the agent at once (a stop order, SIGTERM to `worker serve`).
-    stop: threading.Event | None = field(default=None, compare=False)
-    # Told the agent's pid (= its process group) once it runs: recorded on the task's claim.
-    on_start: Callable[[int], None] | None = field(default=None, compare=False)
-
-
 class InfraKind(StrEnum):
     """Why an agent invocation failed for reasons outside the task: infrastructure, not work."""
 
@@ -111,8 +100,7 @@ class InfraKind(StrEnum):
     CLI_CRASH = "cli_crash"  # non-zero exit without a result event
 
 
-@dataclass(frozen=True)
-class InfraFailure:
+class InfraFailure(NamedTuple):
     """An infrastructure failure read from a CLI's events or its exit.
 
     `message` names the cause in words, for logs, `worker why`, replies and comments, e.g.
@@ -126,34 +114,7 @@ class InfraFailure:
     setting: str | None = None
 
 
-@dataclass
-class AgentResult:
-    """What one agent invocation did, read from its events and its exit."""
-
-    exit_code: int | None
-    final_text: str = ""
-    events: list[AgentEvent] = field(default_factory=list)
-    session_id: str | None = None
-    cost_usd: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    num_turns: int = 0
-    is_error: bool = False
-    subtype: str | None = None
-    timed_out: bool = False
-    stopped: str | None = None  # why the worker stopped the agent early (supervisor, cancel)
-    rate_limited_until: float | None = None  # epoch seconds when a usage limit was hit
-    usage_limit_hit: bool = False
-    session_missing: bool = False  # `--resume` named a session the CLI no longer has
-    not_found: bool = False  # the agent executable could not be started
-    error: str | None = None  # the CLI's own error message, when it gave one
-    stderr_tail: str = ""
-    truncated: bool = False
-    infra: InfraFailure | None = None  # set when the failure was not the task's
-
-
-@dataclass(frozen=True)
-class StatusBlock:
+class StatusBlock(NamedTuple):
     """The agent's STATUS block, parsed strictly. `status` is None when there was none."""
 
     status: str | None
@@ -164,45 +125,14 @@ class StatusBlock:
     reason_code: str | None = None  # NO_STATUS_BLOCK, UNKNOWN_STATUS, ...
 
 
-@dataclass
-class IterationRecord:
-    """One iteration of a task: its mode and model, STATUS, cost, tokens and steering."""
-
-    mode: str
-    model: str
-    iteration: int  # 1-based within its mode
-    status: str
-    reason: str
-    reason_code: str | None
-    duration_s: float
-    cost_usd: float
-    input_tokens: int
-    output_tokens: int
-    exit_code: int | None
-    steering: list[str] = field(default_factory=list)
+# `worker.results` is loaded when one of its types is first asked for here: a run with nothing
+# to do never makes one.
+_RESULTS = ("AgentRequest", "AgentResult", "IterationRecord", "TaskResult")
 
 
-@dataclass
-class TaskResult:
-    """The end of one task run: what the reports and the run record say."""
+def __getattr__(name: str) -> Any:
+    if name in _RESULTS:
+        from worker import results
 
-    task: Task
-    outcome: Outcome
-    reason: str = ""
-    reason_codes: list[str] = field(default_factory=list)
-    modes: list[str] = field(default_factory=list)
-    iterations: list[IterationRecord] = field(default_factory=list)
-    duration_s: float = 0.0
-    cost_usd: float = 0.0
-    session_id: str | None = None
-    branch: str | None = None
-    wait_state: Path | None = None
-    final_text: str = ""
-    anomalies: list[str] = field(default_factory=list)
-    review_s: float = 0.0  # the reviewers after the task: their time and cost, kept apart
-    review_cost_usd: float = 0.0
-    infra: InfraFailure | None = None  # the task ended on an infrastructure failure
-
-    @property
-    def mode(self) -> str | None:
-        return self.modes[-1] if self.modes else None
+        return getattr(results, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,14 +5,14 @@ configuration error. Our own keys (agent, iterationTimeoutSeconds, costCapUsd, p
 match, default, description) sit beside the specification's.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import json
 import logging
 import re
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -72,8 +72,7 @@ class ModesFile(BaseModel):
     modes: list[Mode] = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class ModeSet:
+class ModeSet(NamedTuple):
     """The validated modes, by id, and where they were read from."""
 
     modes: dict[str, Mode]

@@ -10,14 +10,10 @@ import time
 from typing import Any
 
 from worker.config import Settings
-from worker.costs import spent_today
 from worker.humanize import CONDITION_WORDS, duration
 from worker.integrity import status as integrity_status
 from worker.kernel.snapshot import preview
-from worker.notify.outbox import pending
 from worker.platform.process import alive
-from worker.progress import progress_of
-from worker.run_log import describe, runs_where
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -35,6 +31,11 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     data["queue"] = queue_depth(settings) if with_queue else None
     if not settings.db_path.exists():
         return data
+    # Here, not at the top: with no database yet there is no run, spend or notification to read.
+    from worker.costs import spent_today
+    from worker.notify.outbox import pending
+    from worker.run_log import describe, runs_where
+
     now = time.time()
     with Store(settings.db_path) as store:
         data["running"] = _running(store, settings.machine_id, now)
@@ -86,6 +87,8 @@ def summary_lines(settings: Settings) -> list[str]:
 
 
 def _running(store: Store, machine_id: str, now: float) -> list[dict[str, Any]]:
+    from worker.progress import progress_of  # with a database only (see status)
+
     rows = [
         dict(r) for r in store.db.execute("SELECT * FROM runs WHERE ended_at IS NULL ORDER BY id")
     ]

@@ -1,6 +1,6 @@
 """Settings of retention (section `[retention]`): how long history is kept."""
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -10,13 +10,14 @@ import logging
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fleet import fleet_session
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
-from worker.models import AgentRequest, Outcome, TaskResult
+from worker.models import Outcome
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
@@ -24,6 +25,9 @@ from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY
 from worker.sources.registry import build_sources
 from worker.store import Store
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 __all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
@@ -77,6 +81,7 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     mode = modes.get(mode_id)
     from worker.agents.registry import adapter_for, permission_args
     from worker.iteration import budget_left, task_cost_cap
+    from worker.results import AgentRequest
 
     request = AgentRequest(
         prompt="",

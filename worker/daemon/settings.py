@@ -4,9 +4,10 @@ Defaults follow systemd, Kubernetes and Erlang/OTP (each cited in policy.py). Ev
 is a setting so that tests (and impatient people) can shrink them.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from pathlib import Path
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -49,7 +50,7 @@ class DaemonSettings(BaseModel):
     allow_root: bool = False
 
     @model_validator(mode="after")
-    def _window_covers_backoff(self) -> DaemonSettings:
+    def _window_covers_backoff(self) -> Self:
         # A crash does not reset the backoff (only a stable run does), so a burst of crashes
         # can begin with the delay already at its cap: the worst gap is count-1 capped delays.
         worst = (self.crash_loop_count - 1) * self.backoff_cap_s

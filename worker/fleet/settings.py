@@ -1,6 +1,6 @@
 """Settings of the fleet database (section `[fleet]`) and the one way a URL is shown."""
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import re
 

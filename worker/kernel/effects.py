@@ -8,19 +8,22 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.fsutil import atomic_write_text, quarantine
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, ReplySignal, StaleItem
-from worker.models import Outcome, Task, TaskResult
+from worker.models import Outcome, Task
 from worker.platform.names import portable_name
 from worker.sources.base import TaskSource
 from worker.sources.message import Message, outbox
 from worker.store import Store
 from worker.waits import record
 from worker.waits.phase0 import task_of
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,8 @@ def _apply(
 
 
 def cancelled(task: Task, action: Action) -> TaskResult:
+    from worker.results import TaskResult  # only when an order cancels a task
+
     return TaskResult(
         task,
         Outcome.CANCELLED,

@@ -1,14 +1,17 @@
 """The kernel's vocabulary: priority classes, reason codes, snapshots, actions, decisions.
 
-Everything here is data (frozen dataclasses and closed enums); deciding lives in
-`worker.kernel.decide`, reading the world in `observe`, changing it in `effects`.
+Everything here is data (frozen dataclasses, NamedTuples and closed enums); deciding lives in
+`worker.kernel.decide`, reading the world in `observe`, changing it in `effects`. A record that
+compares every field, is never copied with `dataclasses.replace` and never serialised whole is
+a NamedTuple: built with one `eval` instead of six `exec`s (a frozen dataclass's generated
+methods on Python 3.11), about 0.4 ms of every command's start-up each.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from worker.models import Task
 from worker.sources.base import Listing
@@ -98,8 +101,7 @@ class ControlOrder:
         return self.task_id in (task_id, ALL_TASKS)
 
 
-@dataclass(frozen=True)
-class ReadyWait:
+class ReadyWait(NamedTuple):
     """A wait state whose condition is met, with what the agent waited for."""
 
     task: Task
@@ -129,8 +131,7 @@ class StaleItem:
     ref: Any = field(default=None, compare=False, hash=False)
 
 
-@dataclass(frozen=True)
-class ReplySignal:
+class ReplySignal(NamedTuple):
     """A reply to a waiting or running task, classified (see `worker.kernel.replies`)."""
 
     reply_id: str
@@ -143,7 +144,9 @@ class ReplySignal:
     may_stop: bool = True  # may stop, cancel or pause it (`control.may_order`)
 
 
-@dataclass(frozen=True)
+# Never compared (and never hashable: a source's `Listing` is not), so no generated `__eq__`
+# and `__hash__`: two fewer `exec`s at every start.
+@dataclass(frozen=True, eq=False)
 class Snapshot:
     """Everything `decide` looks at: the sources' listings, the waits, the orders, the
     paused flows, the stale leftovers and the replies."""
@@ -193,8 +196,7 @@ class Action:
     ref: Any = field(default=None, compare=False, hash=False)
 
 
-@dataclass(frozen=True)
-class PlanEntry:
+class PlanEntry(NamedTuple):
     """One flow in the plan: paused or queued, with how to resume it."""
 
     task_id: str

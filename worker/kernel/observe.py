@@ -10,15 +10,18 @@ import dataclasses
 import logging
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from worker.config import Settings
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Order, ReplySignal, Snapshot, StaleItem, WaitingFlow
 from worker.kernel.orders import read_orders
-from worker.kernel.replies import ReplyClassifier, interpret
 from worker.sources.message import addressed_messages
 from worker.store import Store
 from worker.waits.phase0 import task_of, trusted_waits
+
+if TYPE_CHECKING:
+    from worker.kernel.replies import ReplyClassifier
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,8 @@ def reply_signals(
     """Replies in the inbox to a waiting task, from someone else than this machine."""
     if not task_ids or not settings.inbox.is_dir():
         return []
+    from worker.kernel.replies import interpret  # only with waits and an inbox to look at
+
     approvers = settings.waits.approvers
     found = []
     for entry in addressed_messages(settings.inbox, settings.machine_id):

@@ -6,17 +6,15 @@ state: a running task lives in its claim, a wait state in its file, a queued tas
 source. Kinds are an ordered tuple; a new kind joins the same way.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from worker.kernel.model import Act, Priority, Snapshot
 from worker.models import Task
 
 
-@dataclass(frozen=True)
-class FlowKind:
+class FlowKind(NamedTuple):
     """A kind of flow: its priority class, what preempts it, what orders do to it."""
 
     name: str
@@ -122,8 +120,7 @@ def kind_of_source(source: str) -> FlowKind:
     return BY_NAME.get(source, _OTHER)
 
 
-@dataclass(frozen=True)
-class Flow:
+class Flow(NamedTuple):
     """One flow as the detector sees it (the RFC's present/active/pending/stale)."""
 
     kind: FlowKind

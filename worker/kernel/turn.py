@@ -14,21 +14,26 @@ from worker.kernel.model import (
     Reason,
     Snapshot,
 )
-from worker.kernel.replies import Signal, order_for_signal
 from worker.models import Task
 
 
 def effective_orders(snapshot: Snapshot) -> list[ControlOrder]:
     """The trusted orders of the snapshot, and the replies that read as orders, in time order."""
     orders = [order for order in snapshot.controls if order.trusted]
-    for reply in snapshot.signals:
-        order = order_for_signal(reply)
-        if order is not None:
-            orders.append(order)
+    if snapshot.signals:
+        # Here, not at the top: the reply rules load only when there are replies to read.
+        from worker.kernel.replies import order_for_signal
+
+        for reply in snapshot.signals:
+            order = order_for_signal(reply)
+            if order is not None:
+                orders.append(order)
     return sorted(orders, key=lambda o: (o.at, o.id))
 
 
-@dataclass
+# Made and read inside one `decide` call, never compared nor printed: no generated `__eq__`
+# or `__repr__` (each one more `exec` at every start).
+@dataclass(eq=False, repr=False)
 class Turn:
     """One turn's working state: the actions and notes so far, the tasks ended, paused or
     resumed by its orders."""
@@ -139,6 +144,10 @@ class Turn:
             self.act(act, item.id, Reason.STALE_CLEANUP, None, f"{item.kind}: {item.rule}", item)
 
     def replies(self) -> None:
+        if not self.snap.signals:
+            return
+        from worker.kernel.replies import Signal  # only with replies (see effective_orders)
+
         for reply in self.snap.signals:
             if reply.acts or reply.signal == Signal.UNKNOWN:
                 self.act(

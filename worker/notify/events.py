@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from worker.config import Settings
 from worker.costs import DAILY_BUDGET_REACHED
 from worker.errors import MalformedInput
-from worker.models import Outcome, TaskResult
+from worker.models import Outcome
 from worker.notify import outbox
 from worker.store import Store
 from worker.waits.state import load_wait_state
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
 

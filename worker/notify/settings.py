@@ -1,6 +1,6 @@
 """Settings of notifications (section `[notify]`): a Telegram bot and a generic webhook."""
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from typing import Literal
 

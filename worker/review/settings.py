@@ -6,7 +6,7 @@ style every 5 tasks, knowledge every 3, design at milestones; urgency weights +0
 directives; about 2k tokens of knowledge in a prompt.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from pathlib import Path
 from typing import Any

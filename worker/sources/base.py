@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from worker.models import Task, TaskResult
+from worker.models import Task
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 
 @dataclass

@@ -11,12 +11,16 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from worker.config import Settings
-from worker.models import Task, TaskResult
+from worker.models import Task
 from worker.platform.shell import shell_command
 from worker.sources.base import Listing, Skipped
 from worker.store import Store
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 LAST_RUN_KEY = "fallback.last_run"
 

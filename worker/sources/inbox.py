@@ -20,19 +20,22 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fsutil import atomic_write_text, json_files, quarantine
-from worker.models import Outcome, Task, TaskResult
+from worker.models import Outcome, Task
 from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
 from worker.sources.message import Message, addressed_messages, outbox
 from worker.store import Store
 from worker.waits.state import file_name
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
 

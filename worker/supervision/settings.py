@@ -16,9 +16,9 @@ no public default exists the number is ours, and the comment says so.
     "claude-opus-4-6" = 200000
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -56,7 +56,7 @@ class Threshold(BaseModel):
     urgent: int | None = Field(None, ge=2)
 
     @model_validator(mode="after")
-    def _ordered(self) -> Threshold:
+    def _ordered(self) -> Self:
         if self.urgent is not None and self.urgent <= self.warn:
             raise ValueError("urgent must be greater than warn")
         return self
@@ -217,7 +217,7 @@ class SupervisionSettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _context_order(self) -> SupervisionSettings:
+    def _context_order(self) -> Self:
         if self.context_urgent <= self.context_warn:
             raise ValueError("context_urgent must be greater than context_warn")
         return self

@@ -11,7 +11,6 @@ its exact bytes were recorded; any other file is refused with `NOTE_UNSIGNED`.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import hashlib
 import os
 import sqlite3
@@ -45,6 +44,8 @@ MIGRATIONS = [_v1]
 
 def os_user() -> str:
     """The OS account running this command: who speaks through the CLI."""
+    import getpass  # here, not at the top: it loads termios, which reading a note never needs
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container without /etc/passwd)

@@ -17,7 +17,6 @@ from worker.waits.conditions import (
     clip,
     decision_text,
 )
-from worker.waits.github_checks import github_approval, github_decision
 
 
 class TimeCondition:
@@ -121,6 +120,8 @@ class UserApproval:
             out = [self._local(ctx, wait) for wait in waits]
         if ctx.github is None:  # no GitHub look this run: nothing remote to add
             return out
+        from worker.waits.github_checks import github_approval  # only with a GitHub look
+
         pending = [i for i, verdict in enumerate(out) if verdict.answer is None]
         remote = [waits[i] for i in pending]
         for index, verdict in zip(pending, github_approval(ctx, remote), strict=True):
@@ -172,6 +173,8 @@ class GitHubDecision:
     name = "github_decision"
 
     def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
+        from worker.waits.github_checks import github_decision  # GitHub's parts: only with a wait
+
         return github_decision(ctx, waits)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from worker.config import Settings
 from worker.fsutil import quarantine
-from worker.models import Outcome, TaskResult
+from worker.models import Outcome
 from worker.sources.base import TaskSource
 from worker.store import Store
 from worker.waits import record
@@ -40,6 +40,8 @@ def end_wait(
         from worker.sources.registry import build_sources
 
         sources = {s.name: s for s in build_sources(settings, store)}
+    from worker.results import TaskResult  # a task's result: only when a wait expires
+
     result = TaskResult(
         task,
         outcome,

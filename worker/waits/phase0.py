@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -28,11 +29,12 @@ from worker.waits import intercom, record
 from worker.waits.builtin import registry
 from worker.waits.conditions import CheckContext, Verdict, Waiting
 from worker.waits.expiry import expire
-from worker.waits.github_checks import issue_of
-from worker.waits.github_look import ClientLook, GitHubLook
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.lookups import Lookups
 from worker.waits.state import WaitState, task_of, wait_state_files
+
+if TYPE_CHECKING:
+    from worker.waits.github_look import GitHubLook
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +205,8 @@ def _waitings(
 
 
 def _client_look(settings: Settings, store: Store | None) -> GitHubLook | None:
+    from worker.waits.github_look import ClientLook  # GitHub's parts: only with a wait on it
+
     try:
         from worker.sources.github.client import make_client
 
@@ -213,6 +217,10 @@ def _client_look(settings: Settings, store: Store | None) -> GitHubLook | None:
 
 
 def _needs_github(waits: list[Waiting]) -> bool:
+    if not waits:
+        return False
+    from worker.waits.github_checks import issue_of  # GitHub's parts: only with a wait
+
     return any(
         w.due and w.kind in ("user_approval", "github_decision") and issue_of(w) for w in waits
     )

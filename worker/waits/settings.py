@@ -1,6 +1,6 @@
 """Settings of wait states (section `[waits]`)."""
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 from pydantic import BaseModel, ConfigDict, Field
 

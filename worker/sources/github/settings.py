@@ -4,13 +4,13 @@ The token is never a setting: it is read from `WORKER_GITHUB_TOKEN` or `GITHUB_T
 is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 """
 
-from __future__ import annotations
+# Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REPO = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"  # compiled at its first use: most have no repos
 
 
 class GitHubSettings(BaseModel):
@@ -54,7 +54,7 @@ class GitHubSettings(BaseModel):
     @classmethod
     def _repo_names(cls, value: list[str]) -> list[str]:
         for repo in value:
-            if not _REPO.match(repo):
+            if not re.match(_REPO, repo):
                 raise ValueError(f"{repo!r} is not of the form owner/name")
         return value
 
