@@ -2,9 +2,10 @@
 
 `formats._text_events` decodes each line in place instead of cutting the text into lines
 first, and `_head` cuts only the lines the format is told from. Each is held here to the plain
-form it replaces (str.splitlines, then each line on its own), on generated texts and on every
-recorded transcript. So are a call's mixed arguments described once, and the collector's
-thresholds put back after a replay.
+form it replaces (`lines_of`, then each line on its own), on generated texts and on every
+recorded transcript (a JSON Lines text is cut at line feeds only: the other characters
+str.splitlines cuts at may stand inside a JSON string). So are a call's mixed arguments
+described once, and the collector's thresholds put back after a replay.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from worker.agents import claude_stream, codex_stream
-from worker.agents.jsonl import only_newlines
+from worker.agents.jsonl import lines_of
 from worker.models import AgentEvent
 from worker.supervision import formats, postmortem
 from worker.supervision.detectors import StreamDetectors
@@ -29,8 +30,7 @@ from worker.supervision.signals import canonical_args, canonical_mixed
 FIXTURES = Path(__file__).parent / "fixtures"
 LINE = json.dumps({"type": "assistant", "message": {"content": "hi"}})
 # Pieces of transcripts: whole lines, halves of objects, padding, blank lines and every line
-# break str.splitlines knows (the in-place reading must leave a text holding one of the others
-# to splitlines).
+# break str.splitlines knows (only the line feed cuts a JSON Lines text).
 PIECES = st.sampled_from(
     [
         LINE,
@@ -61,13 +61,12 @@ PIECES = st.sampled_from(
 TEXTS = st.lists(PIECES, max_size=12).map("".join)
 
 
-def _plain(text: str) -> list[AgentEvent]:
-    """The events of a text as read before: cut by str.splitlines, each line on its own."""
-    lines = text.splitlines()
+def _plain(text: str, normalise: Any = claude_stream.normalise_object) -> list[AgentEvent]:
+    """The events of a text read the plain way: cut into lines, each line on its own."""
     return [
         event
-        for index, line in enumerate(lines)
-        for event in formats._line_events(line, index, claude_stream.normalise_object)
+        for index, line in enumerate(lines_of(text))
+        for event in formats._line_events(line, index, normalise)
     ]
 
 
@@ -85,21 +84,24 @@ def test_a_text_decoded_in_place_gives_the_events_of_its_lines_one_by_one(text: 
     assert list(formats._text_events(text, claude_stream.normalise_object)) == _plain(text)
 
 
-@given(TEXTS)
-@example("a\r\nb")
-@example("a\nb\n")
-def test_only_newlines_is_whether_splitlines_cuts_at_line_feeds_alone(text: str) -> None:
-    cut = text.split("\n") if text else []
-    plain = cut[:-1] if text.endswith("\n") else cut
-    assert only_newlines(text) == (text.splitlines() == plain)
+def test_a_line_break_inside_a_json_string_does_not_cut_its_line() -> None:
+    """U+2028, U+2029 and U+0085 may stand unescaped in a JSON string, as Claude Code writes
+    them: the line is one event with its text whole, not two lines that are not JSON."""
+    said = "one\u2028two\u2029three\x85four"
+    message = {"content": [{"type": "text", "text": said}]}
+    line = json.dumps({"type": "assistant", "message": message}, ensure_ascii=False)
+    assert "\u2028" in line  # raw in the line, not escaped
+    events = list(formats._text_events(line + "\n" + LINE + "\n", claude_stream.normalise_object))
+    assert [event.text for event in events] == [said, "hi"]
+    assert lines_of(line + "\n") == [line]
 
 
 @given(TEXTS, st.integers(0, 6))
 @example("a\nb\nc\n", 2)
 @example("a\nb\nc", 3)
 @example("a\r\nb\rc\nd\n", 2)
-def test_the_head_is_the_first_lines_splitlines_cuts(text: str, count: int) -> None:
-    assert formats._head(text, count) == text.splitlines()[:count]
+def test_the_head_is_the_first_lines_of_the_text(text: str, count: int) -> None:
+    assert formats._head(text, count) == lines_of(text)[:count]
 
 
 def _transcripts() -> list[Path]:
@@ -121,10 +123,7 @@ def test_every_recorded_file_reads_in_place_as_it_read_line_by_line(normalise: A
     checked = 0
     for path in _transcripts():
         text = path.read_text(encoding="utf-8", errors="replace")
-        lines = text.splitlines()
-        assert list(formats._text_events(text, normalise)) == list(
-            formats._events(lines, normalise)
-        ), path.name
+        assert list(formats._text_events(text, normalise)) == _plain(text, normalise), path.name
         checked += 1
     assert checked > 50  # the fixtures are there: the loop checked something
 

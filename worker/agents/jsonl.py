@@ -28,8 +28,6 @@ new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, Agen
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _NOT_DECODED = (StopIteration, ValueError)
 Normaliser = Callable[[dict[str, Any], int], list[AgentEvent]]  # an adapter's, for one line
-# str.splitlines cuts lines at these too; a text holding none of them is cut at line feeds.
-_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def loads(line: str) -> Any:
@@ -60,9 +58,12 @@ def parse(line: str) -> dict[str, Any] | str | None:
     return obj if isinstance(obj, dict) else "not a JSON object"
 
 
-def only_newlines(text: str) -> bool:
-    """Whether the line feed is the only line break in `text` of all str.splitlines knows."""
-    return not any(map(text.__contains__, _OTHER_BREAKS))
+def lines_of(text: str) -> list[str]:
+    """The lines of a JSON Lines text, cut at line feeds only, as the format defines them:
+    U+2028, U+0085 and the like, which `str.splitlines` also cuts at, may stand unescaped
+    inside a JSON string (Claude Code writes them so). No empty line after a final line feed."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def each_line(
@@ -70,10 +71,10 @@ def each_line(
     normalise: Normaliser,
     other: Callable[[str, int], list[AgentEvent]],
 ) -> Iterator[list[AgentEvent]]:
-    """The events of each line of a text whose only line break is the line feed (see
-    only_newlines), in order: `normalise(obj, index)` of a line that is one JSON object and
-    nothing else, decoded where it lies in `text` (no copy of the line); `other(line, index)`
-    of any other line (blank, padded, not JSON, not an object)."""
+    """The events of each line of a text, the lines of `lines_of`, in order: `normalise(obj,
+    index)` of a line that is one JSON object and nothing else, decoded where it lies in `text`
+    (no copy of the line); `other(line, index)` of any other line (blank, padded, not JSON, not
+    an object)."""
     scan, find, size = _SCAN, text.find, len(text)
     start = index = 0
     while start < size:

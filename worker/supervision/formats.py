@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from functools import partial
-from itertools import chain, repeat
+from itertools import chain
 from typing import Any
 
 from worker.agents.claude_stream import normalise_object
 from worker.agents.codex_stream import codex_object
 from worker.agents.gemini_stream import gemini_events, gemini_whole
-from worker.agents.jsonl import Normaliser, each_line, only_newlines, parse
+from worker.agents.jsonl import Normaliser, each_line, lines_of, parse
 from worker.errors import ExitCode, MalformedInput
 from worker.models import AgentEvent, EventKind
 from worker.supervision.trajectories import (
@@ -112,14 +112,14 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
             return found, iter(gemini_whole(whole))
         return found, sweagent_events(whole) if "trajectory" in whole else mini_events(whole)
     if found == "openhands":
-        return found, openhands_events(_histories(whole, text.splitlines()))
+        return found, openhands_events(_histories(whole, lines_of(text)))
     if found == "gemini":
-        return found, gemini_events(text.splitlines())
+        return found, gemini_events(lines_of(text))
     return found, _text_events(text, codex_object if found == "codex" else normalise_object)
 
 
 def _head(text: str, count: int) -> list[str]:
-    """The first `count` lines of `text`, as str.splitlines cuts them (without cutting all)."""
+    """The first `count` lines of `text`, as `lines_of` cuts them (without cutting all)."""
     end = -1
     for _ in range(count):
         end = text.find("\n", end + 1)
@@ -127,7 +127,7 @@ def _head(text: str, count: int) -> list[str]:
             break
     else:  # the text goes on: its head ends with a line break, as every cut line does
         text = text[: end + 1]
-    return text.splitlines()[:count]
+    return lines_of(text)[:count]
 
 
 def _whole_document(text: str) -> Any:
@@ -177,19 +177,12 @@ def _histories(whole: Any, lines: list[str]) -> list[Any]:
 
 
 def _text_events(text: str, normalise: Normaliser) -> Iterator[AgentEvent]:
-    """The events of each line of `text`, read as _events reads text.splitlines()."""
-    if not only_newlines(text):  # other line breaks: lines as str.splitlines cuts them
-        return _events(text.splitlines(), normalise)
-    # Each line decoded where it lies, without cutting the text into lines first.
+    """The events of each line of `text` (`lines_of`), in order: each line decoded where it
+    lies, without cutting the text into lines first; chain flattens them in C (a generator
+    resumed for every event cost as much as building the event)."""
     return chain.from_iterable(
         each_line(text, normalise, partial(_line_events, normalise=normalise))
     )
-
-
-def _events(lines: list[str], normalise: Normaliser) -> Iterator[AgentEvent]:
-    # Each line's events flattened by chain, in C: a generator resumed for every event cost
-    # as much as building the event.
-    return chain.from_iterable(map(_line_events, lines, range(len(lines)), repeat(normalise)))
 
 
 def _line_events(line: str, index: int, normalise: Normaliser) -> list[AgentEvent]:
