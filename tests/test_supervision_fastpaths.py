@@ -430,8 +430,6 @@ def test_a_transcript_line_gives_the_events_parse_gave(line: str) -> None:
     assert formats._line_events(line, 7, claude_stream.normalise_object) == _plain_line_events(
         line, 7
     )
-    flat = list(formats._events([line, line], claude_stream.normalise_object))
-    assert flat == _plain_line_events(line, 0) + _plain_line_events(line, 1)
 
 
 def test_usage_events_built_by_position_are_the_keyword_ones() -> None:

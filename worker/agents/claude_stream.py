@@ -22,6 +22,10 @@ SESSION_MISSING_TEXT = re.compile(r"(?i)no conversation found with session id")
 AUTH_TEXT = re.compile(r"(?i)(invalid api key|authentication_(failed|error)|please run /login)")
 AUTH_ERRORS = frozenset({"authentication_failed", "authentication_error", "permission_error"})
 KEY_SETTING = "ANTHROPIC_API_KEY"
+# The model of the messages the CLI writes itself in the model's place: "You've hit your
+# limit", "API Error: 529 ...". Their TEXT events carry it, so that the supervisor can tell
+# them from the model's words.
+SYNTHETIC_MODEL = "<synthetic>"
 CLI = "Claude Code"
 # Read once: on Python 3.11 `EventKind.X` goes through EnumType.__getattr__, ten times the
 # cost of a global, and a message's events are built for every line of a stream.
@@ -190,11 +194,7 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
         return [AgentEvent(EventKind.OTHER, index, raw_type=role)]
     content = message.get("content")
     if isinstance(content, str):
-        return (
-            [AgentEvent(_TEXT, index, text=content, raw_type=role)]
-            if role == "assistant" and content
-            else []
-        )
+        return [_text_event(message, index, content)] if role == "assistant" and content else []
     events: list[AgentEvent] = []
     assistant = role == "assistant"
     # The events are built by position (jsonl.new_event: AgentEvent's fields in order), the
@@ -228,7 +228,7 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
             )))
             # fmt: on
         elif btype == "text" and assistant:
-            events.append(AgentEvent(_TEXT, index, text=str(block.get("text", "")), raw_type=role))
+            events.append(_text_event(message, index, str(block.get("text", ""))))
     usage = message.get("usage")
     if assistant and isinstance(usage, dict):
         model, output = message.get("model"), usage.get("output_tokens")
@@ -248,6 +248,12 @@ def _message_events(obj: dict[str, Any], index: int, role: str) -> list[AgentEve
         )))
         # fmt: on
     return events
+
+
+def _text_event(message: dict[str, Any], index: int, text: str) -> AgentEvent:
+    """An assistant text; the model named only on the CLI's own messages (SYNTHETIC_MODEL)."""
+    model = SYNTHETIC_MODEL if message.get("model") == SYNTHETIC_MODEL else None
+    return AgentEvent(_TEXT, index, model=model, text=text, raw_type="assistant")
 
 
 def _context_tokens(usage: dict[str, Any]) -> int:

@@ -7,7 +7,7 @@ that their caps are the same whichever agent ran.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,7 @@ new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, Agen
 # (scan_once is set in JSONDecoder.__init__; typeshed does not declare it)
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _NOT_DECODED = (StopIteration, ValueError)
+Normaliser = Callable[[dict[str, Any], int], list[AgentEvent]]  # an adapter's, for one line
 
 
 def loads(line: str) -> Any:
@@ -55,6 +56,41 @@ def parse(line: str) -> dict[str, Any] | str | None:
     except json.JSONDecodeError as exc:
         return f"not JSON: {exc.msg}"
     return obj if isinstance(obj, dict) else "not a JSON object"
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of a JSON Lines text, cut at line feeds only, as the format defines them:
+    U+2028, U+0085 and the like, which `str.splitlines` also cuts at, may stand unescaped
+    inside a JSON string (Claude Code writes them so). No empty line after a final line feed."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def each_line(
+    text: str,
+    normalise: Normaliser,
+    other: Callable[[str, int], list[AgentEvent]],
+) -> Iterator[list[AgentEvent]]:
+    """The events of each line of a text, the lines of `lines_of`, in order: `normalise(obj,
+    index)` of a line that is one JSON object and nothing else, decoded where it lies in `text`
+    (no copy of the line); `other(line, index)` of any other line (blank, padded, not JSON, not
+    an object)."""
+    scan, find, size = _SCAN, text.find, len(text)
+    start = index = 0
+    while start < size:
+        stop = find("\n", start)
+        stop = size if stop < 0 else stop
+        try:
+            obj, end = scan(text, start)
+        except _NOT_DECODED:
+            obj, end = None, start
+        # The object must end where the line does: a line break is JSON whitespace, and the
+        # decoder may have read on past it.
+        if end == stop and obj.__class__ is dict:
+            yield normalise(obj, index)
+        else:
+            yield other(text[start:stop], index)
+        start, index = stop + 1, index + 1
 
 
 def message_of(value: Any) -> str | None:

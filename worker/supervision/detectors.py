@@ -12,6 +12,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from worker.agents.claude_stream import SYNTHETIC_MODEL
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly, Evidence, Sighting
 from worker.supervision.progress import Knowledge, shell_writes
@@ -22,7 +23,7 @@ from worker.supervision.signals import (
     PERMISSION,
     TOOL,
     answer_signature,
-    canonical_args,
+    canonical_mixed,
     canonical_strings,
     distinct_failing,
     error_head,
@@ -92,6 +93,10 @@ class StreamDetectors:
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
+        # Settings read for every turn or usage event, as plain attributes (a pydantic model's
+        # attribute is three times slower to read).
+        self._stall_turns = settings.stall_turns
+        self._context_warn, self._context_urgent = settings.context_warn, settings.context_urgent
         # The shortest runs that can be an oscillation: of any results, of failing ones.
         self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
         # (tool, failure class or None, seq, line, turn) of the last results
@@ -142,7 +147,7 @@ class StreamDetectors:
         self._since_progress += 1
         if self._since_progress == 1:
             self._stall_start = (self.seq, event.index)
-        if self._since_progress < self.s.stall_turns:
+        if self._since_progress < self._stall_turns:
             return
         turns = self._since_progress
         found.append(
@@ -190,8 +195,8 @@ class StreamDetectors:
         (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
         canonical = canonical_strings(args, self._volatile) if args else "{}"
         kept = seen if canonical is not None else None
-        if canonical is None:
-            canonical = canonical_args(args, self._volatile)
+        if canonical is None:  # not all short strings (so there are arguments)
+            canonical = canonical_mixed(args or {}, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
         described = (tool, canonical, f"{tool} {canonical}", writes)
         if kept is not None:
@@ -383,6 +388,8 @@ class StreamDetectors:
     def _on_text(self, event: AgentEvent, found: list[Sighting]) -> None:
         if not self._in_turn:
             self._new_turn(event, found)
+        if event.model == SYNTHETIC_MODEL:  # the CLI's words (a limit, an API error)
+            return
         sig = message_signature(event.text, self.s.min_message_chars)
         if sig is None:
             return
@@ -408,17 +415,18 @@ class StreamDetectors:
         tokens = event.input_tokens
         if not tokens:
             return
-        window = self.window()
+        names = (self.session_model, self.model_hint, self.model)  # window(), called only
+        window = self._window if names == self._window_names else self.window()  # on a change
         fill = tokens / window
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
         if self.peak_context_fill is None or fill > self.peak_context_fill:
             self.peak_context_fill = fill
-        if fill < self.s.context_warn:
+        if fill < self._context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
         if self._context is None:
             self._context = (self.seq, event.index)
-        level = URGENT if fill >= self.s.context_urgent else WARN
+        level = URGENT if fill >= self._context_urgent else WARN
         evidence = {"tokens": tokens, "window": window, "fill": fill, "model": self.model}
         found.append(
             self._sighting("context", level, "context", self._context, round(fill * 100), evidence)

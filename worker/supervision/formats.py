@@ -11,14 +11,15 @@ event list) is read whole. A file that is no known format is an error (exit 65),
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, repeat
+from collections.abc import Iterable, Iterator
+from functools import partial
+from itertools import chain
 from typing import Any
 
 from worker.agents.claude_stream import normalise_object
 from worker.agents.codex_stream import codex_object
 from worker.agents.gemini_stream import gemini_events, gemini_whole
-from worker.agents.jsonl import parse
+from worker.agents.jsonl import Normaliser, each_line, lines_of, parse
 from worker.errors import ExitCode, MalformedInput
 from worker.models import AgentEvent, EventKind
 from worker.supervision.trajectories import (
@@ -59,7 +60,6 @@ _SIGNS = {
     },
 }
 _SAMPLE = 50  # lines looked at to tell the format
-Normaliser = Callable[[dict[str, Any], int], list[AgentEvent]]  # an adapter's, for one line
 
 
 class UnreadableTranscript(MalformedInput):
@@ -97,9 +97,8 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
     """
     whole = _whole_document(text)
     found = _whole_format(whole) if whole is not None else None
-    lines = text.splitlines()
     if found is None:
-        found = detect_format(lines)
+        found = detect_format(_head(text, _SAMPLE))
     if found is None:
         raise UnreadableTranscript(f"not a transcript worker can read: expected {_EXPECTED}")
     if fmt not in ("auto", found):
@@ -113,12 +112,22 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
             return found, iter(gemini_whole(whole))
         return found, sweagent_events(whole) if "trajectory" in whole else mini_events(whole)
     if found == "openhands":
-        return found, openhands_events(_histories(whole, lines))
-    if found == "codex":
-        return found, _events(lines, codex_object)
+        return found, openhands_events(_histories(whole, lines_of(text)))
     if found == "gemini":
-        return found, gemini_events(lines)
-    return found, _events(lines, normalise_object)
+        return found, gemini_events(lines_of(text))
+    return found, _text_events(text, codex_object if found == "codex" else normalise_object)
+
+
+def _head(text: str, count: int) -> list[str]:
+    """The first `count` lines of `text`, as `lines_of` cuts them (without cutting all)."""
+    end = -1
+    for _ in range(count):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            break
+    else:  # the text goes on: its head ends with a line break, as every cut line does
+        text = text[: end + 1]
+    return lines_of(text)[:count]
 
 
 def _whole_document(text: str) -> Any:
@@ -167,10 +176,13 @@ def _histories(whole: Any, lines: list[str]) -> list[Any]:
     return events
 
 
-def _events(lines: list[str], normalise: Normaliser) -> Iterator[AgentEvent]:
-    # Each line's events flattened by chain, in C: a generator resumed for every event cost
-    # as much as building the event.
-    return chain.from_iterable(map(_line_events, lines, range(len(lines)), repeat(normalise)))
+def _text_events(text: str, normalise: Normaliser) -> Iterator[AgentEvent]:
+    """The events of each line of `text` (`lines_of`), in order: each line decoded where it
+    lies, without cutting the text into lines first; chain flattens them in C (a generator
+    resumed for every event cost as much as building the event)."""
+    return chain.from_iterable(
+        each_line(text, normalise, partial(_line_events, normalise=normalise))
+    )
 
 
 def _line_events(line: str, index: int, normalise: Normaliser) -> list[AgentEvent]:

@@ -149,6 +149,11 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
     strings = canonical_strings(args, volatile_keys)
     if strings is not None:  # strings only, the common case
         return strings
+    return canonical_mixed(args, volatile_keys)
+
+
+def canonical_mixed(args: dict[str, Any], volatile_keys: Collection[str]) -> str:
+    """`canonical_args` of arguments that canonical_strings does not take."""
     values = args.values()
     if set(map(type, values)) <= _SCALAR_TYPES or all(
         isinstance(value, _SCALARS) for value in values
@@ -167,14 +172,13 @@ def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) 
 
 def canonical_strings(args: dict[str, Any], volatile_keys: Collection[str]) -> str | None:
     """`canonical_args` of arguments whose keys and values are all strings, at most
-    4,000 characters in all; None for others. Memoised where a volatile key is left out (a
-    loop that rewords its Bash `description`); the detectors keep every call they saw."""
-    try:  # str.join takes strings only: the type check and the length in one C call each
-        size = len("".join(args.values()))
-        "".join(args)
+    4,000 characters in all (keys included); None for others. Memoised where a volatile key
+    is left out (a loop that rewords its Bash `description`); the detectors keep every call
+    they saw."""
+    try:  # str.join takes strings only: keys and values checked, and measured, in one call
+        if len("".join([*args, *args.values()])) > _MEMO_CHARS:
+            return None
     except TypeError:
-        return None
-    if size > _MEMO_CHARS:
         return None
     if not any(map(volatile_keys.__contains__, args)):  # nothing to leave out: all in C
         return _strip_ids(_encode(args))
