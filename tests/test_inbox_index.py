@@ -267,6 +267,35 @@ def test_the_rows_of_a_folder_no_run_reads_any_more_are_forgotten_after_a_week(
     assert _scopes(store) == [str(inbox)] and _rows(store) == 1
 
 
+def test_a_scope_forgotten_by_another_run_while_this_one_reads_leaves_no_rows_behind(
+    inbox: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of a scope unread for over a week, while another run forgets that scope: what
+    it remembers goes under the scope's new number, and no row is left under the old one for
+    a later scope to inherit (a new machine id would skip a file addressed to it)."""
+    _message(inbox, "m.json", "machine-2")
+    later(monkeypatch, 10)
+    _read(inbox, store, me="b")
+    _read(inbox, store, me="a")
+    with store.transaction() as db:  # b last read over a week ago
+        db.execute("UPDATE inbox_scopes SET used_at = 0 WHERE scope LIKE '%' || char(10) || 'b%'")
+    _message(inbox, "new.json", "d")
+    b_run = inbox_index.IndexedRead(store, inbox, "b")  # b's run has its number, and reads
+    with os.scandir(inbox) as entries:
+        for entry in b_run.unread(entries):
+            b_run.for_others(entry.name)
+    a_run = inbox_index.IndexedRead(store, inbox, "a")
+    a_run.used_at = 0.0  # a's daily note of its own use, which forgets b
+    a_run.save()
+    a_run.close()
+    b_run.save()
+    b_run.close()
+    ids = {row[0] for row in store.db.execute("SELECT id FROM inbox_scopes")}
+    assert b_run.scope_id in ids
+    assert {row[0] for row in store.db.execute("SELECT scope FROM inbox_index")} <= ids
+    assert _read(inbox, store, me="d") == ["new.json"]  # a new scope inherits nothing
+
+
 def test_a_scope_in_use_records_it_once_a_day_not_on_every_run(
     inbox: Path, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

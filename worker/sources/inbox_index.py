@@ -67,7 +67,7 @@ def _v2(db: sqlite3.Connection) -> None:
         """
         DROP TABLE inbox_index;
         CREATE TABLE inbox_scopes (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,  -- a forgotten scope's number never comes back
             scope TEXT NOT NULL UNIQUE,
             used_at REAL NOT NULL
         );
@@ -186,18 +186,12 @@ class IndexedRead:
                 " ON CONFLICT(scope) DO UPDATE SET used_at = excluded.used_at",
                 (self.scope, now),
             )
-            if self.scope_id is None:
-                row = db.execute(
-                    "SELECT id FROM inbox_scopes WHERE scope = ?", (self.scope,)
-                ).fetchone()
-                self.scope_id = int(row[0])
-            stale = (now - STALE_S,)
-            db.execute(
-                "DELETE FROM inbox_index WHERE scope IN"
-                " (SELECT id FROM inbox_scopes WHERE used_at < ?)",
-                stale,
-            )
-            db.execute("DELETE FROM inbox_scopes WHERE used_at < ?", stale)
+            # Read again even when known: another run may have forgotten this scope while this
+            # one read the folder, and the row just written has a new number.
+            row = db.execute("SELECT id FROM inbox_scopes WHERE scope = ?", (self.scope,))
+            self.scope_id = int(row.fetchone()[0])
+            db.execute("DELETE FROM inbox_scopes WHERE used_at < ?", (now - STALE_S,))
+            db.execute("DELETE FROM inbox_index WHERE scope NOT IN (SELECT id FROM inbox_scopes)")
         self.used_at = now
 
     def _batched(self, sql: str, items: Iterable[str | tuple[str, bytes]]) -> None:
