@@ -96,6 +96,19 @@ def test_a_line_break_inside_a_json_string_does_not_cut_its_line() -> None:
     assert lines_of(line + "\n") == [line]
 
 
+@pytest.mark.parametrize("opening", ["[", '{"a": ['])
+def test_lines_that_open_brackets_and_never_close_them_are_each_an_error(opening: str) -> None:
+    """The decoder reads on past a line's end into an unclosed bracket's next lines, and past
+    Python's depth raises RecursionError: each line is still a "not JSON" event of its own."""
+    text = LINE + "\n" + (opening + "\n") * 5000 + LINE + "\n"
+    events = list(formats._text_events(text, claude_stream.normalise_object))
+    assert len(events) == 5002 and events[0].text == events[-1].text == "hi"
+    assert {event.error[:9] for event in events[1:-1]} == {"not JSON:"}  # type: ignore[index]
+    assert formats._line_events(opening * 5000, 0, claude_stream.normalise_object)[0].error == (
+        "not JSON: nested too deeply"
+    )
+
+
 @given(TEXTS, st.integers(0, 6))
 @example("a\nb\nc\n", 2)
 @example("a\nb\nc", 3)

@@ -23,10 +23,11 @@ new_event: Callable[[tuple[Any, ...]], AgentEvent] = partial(tuple.__new__, Agen
 # json.loads wraps the decoder in a type check and two whitespace matches, 40% of the time of
 # a typical stream line, and JSONDecoder.raw_decode a Python frame; a stripped line needs none
 # of them. The decoder's own scanner: (value, end), or it raises StopIteration (nothing to
-# decode) or JSONDecodeError; then json.loads is asked, for its very error.
+# decode), JSONDecodeError or RecursionError (nested past Python's depth, perhaps across
+# lines: see each_line); then json.loads is asked, for its very error.
 # (scan_once is set in JSONDecoder.__init__; typeshed does not declare it)
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_NOT_DECODED = (StopIteration, ValueError)
+_NOT_DECODED = (StopIteration, ValueError, RecursionError)
 Normaliser = Callable[[dict[str, Any], int], list[AgentEvent]]  # an adapter's, for one line
 
 
@@ -55,6 +56,8 @@ def parse(line: str) -> dict[str, Any] | str | None:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         return f"not JSON: {exc.msg}"
+    except RecursionError:
+        return "not JSON: nested too deeply"
     return obj if isinstance(obj, dict) else "not a JSON object"
 
 
