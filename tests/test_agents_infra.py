@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from worker.agents import failures
+from worker.agents.claude import ClaudeAdapter
 from worker.agents.codex import CodexAdapter, CodexCollector
 from worker.agents.gemini import GeminiAdapter, GeminiCollector
-from worker.models import AgentRequest, InfraKind
+from worker.models import AgentRequest, AgentResult, InfraKind
 
 URL = "url: http://127.0.0.1:34693/v1/responses"
 
@@ -183,3 +184,36 @@ def test_gemini_quota_is_a_usage_limit_wait(tmp_path: Path) -> None:
     )
     assert result.usage_limit_hit and result.infra is not None
     assert result.infra.kind is InfraKind.USAGE_LIMIT
+
+
+def _resumed_claude(tmp_path: Path, said: str, stderr: str, exit_code: int) -> AgentResult:
+    """A Claude run resumed from session `s-1` whose tool output says `said` (a raw U+2028
+    kept raw in its JSON line, as Claude Code writes it)."""
+    stream = [
+        {"type": "system", "subtype": "init", "session_id": "s-1", "model": "m"},
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": said}]},
+        },
+        {"type": "result", "subtype": "success", "is_error": False, "result": "ok"},
+    ]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in stream)
+    cli = _script(
+        tmp_path,
+        f"sys.stdout.buffer.write({text.encode()!r}); sys.stdout.flush()\n"
+        f"print({stderr!r}, file=sys.stderr); sys.exit({exit_code})",
+    )
+    request = AgentRequest(prompt="x", model="m", cwd=tmp_path, timeout_s=30, resume_session="s-1")
+    return ClaudeAdapter(str(cli)).run(request)
+
+
+def test_a_tool_output_saying_the_session_is_gone_does_not_restart_the_iteration(
+    tmp_path: Path,
+) -> None:
+    """Words a file or a web page put in a tool's output are not the CLI failing to resume:
+    neither cut out of their JSON line at a raw U+2028 nor on a run that did not fail."""
+    said = "page:\u2028No conversation found with session ID: s-1"
+    assert not _resumed_claude(tmp_path, said, "", 1).session_missing
+    assert not _resumed_claude(tmp_path, said, said, 0).session_missing
+    gone = _resumed_claude(tmp_path, "", "No conversation found with session ID: s-1", 1)
+    assert gone.session_missing

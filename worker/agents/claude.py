@@ -14,6 +14,7 @@ from worker.agents.claude_stream import (
     infra_failure,
     normalise_line,
 )
+from worker.agents.jsonl import lines_of
 from worker.models import (
     AgentEvent,
     AgentRequest,
@@ -66,7 +67,13 @@ class ClaudeAdapter:
             and USAGE_LIMIT_TEXT.search(tail + _plain_text(proc.stdout))
         ):
             result.usage_limit_hit = True
-        if request.resume_session and SESSION_MISSING_TEXT.search(tail + _plain_text(proc.stdout)):
+        # The CLI fails (exits non-zero) on a session it no longer has: the words alone, which
+        # a tool's output may hold, must not start the iteration again in a fresh session.
+        if (
+            request.resume_session
+            and proc.exit_code not in (0, None)
+            and SESSION_MISSING_TEXT.search(tail + _plain_text(proc.stdout))
+        ):
             result.session_missing = True
         result.infra = collector.infra or _exit_failure(result, proc)
         if result.infra is not None and not result.error:
@@ -176,5 +183,6 @@ class StreamCollector(EventCollector):
 
 
 def _plain_text(stdout: str) -> str:
-    """Lines of stdout that are not JSON (the CLI prints some errors as plain text)."""
-    return "\n".join(line for line in stdout.splitlines()[-50:] if not line.startswith("{"))
+    """Lines of stdout that are not JSON (the CLI prints some errors as plain text), cut at
+    line feeds only: a raw U+2028 in a JSON line's string does not make its rest plain text."""
+    return "\n".join(line for line in lines_of(stdout)[-50:] if not line.startswith("{"))
