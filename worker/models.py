@@ -136,3 +136,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(results, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_RESULTS])

@@ -143,7 +143,9 @@ def _strip_ids(text: str) -> str:
 
 
 def canonical_args(args: dict[str, Any] | None, volatile_keys: Collection[str]) -> str:
-    """Canonical JSON of a call's arguments: sorted keys, no volatile ids."""
+    """Canonical JSON of a call's arguments: sorted keys, no volatile ids. The detectors call
+    its two halves (canonical_strings, canonical_mixed) by themselves; this is their whole,
+    which the tests hold them to."""
     if not args:
         return "{}"
     strings = canonical_strings(args, volatile_keys)
