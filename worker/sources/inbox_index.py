@@ -190,8 +190,13 @@ class IndexedRead:
             # one read the folder, and the row just written has a new number.
             row = db.execute("SELECT id FROM inbox_scopes WHERE scope = ?", (self.scope,))
             self.scope_id = int(row.fetchone()[0])
-            db.execute("DELETE FROM inbox_scopes WHERE used_at < ?", (now - STALE_S,))
-            db.execute("DELETE FROM inbox_index WHERE scope NOT IN (SELECT id FROM inbox_scopes)")
+            stale = (now - STALE_S,)
+            db.execute(  # by the index's scope column, not a scan of every row
+                "DELETE FROM inbox_index WHERE scope IN"
+                " (SELECT id FROM inbox_scopes WHERE used_at < ?)",
+                stale,
+            )
+            db.execute("DELETE FROM inbox_scopes WHERE used_at < ?", stale)
         self.used_at = now
 
     def _batched(self, sql: str, items: Iterable[str | tuple[str, bytes]]) -> None:
