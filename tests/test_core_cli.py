@@ -181,16 +181,18 @@ def test_killed_worker_task_is_taken_again_after_the_lease(
 ) -> None:
     fake_claude.answers({"hang": 60, "status": "success"}, {"status": "success"})
     write_message(workspace, "msg-6")
-    first = _start(workspace, {"WORKER_LEASE_SECONDS": "2"})
+    lease_s = 5  # long enough for the check below on a loaded machine (2 s was not)
+    first = _start(workspace, {"WORKER_LEASE_SECONDS": str(lease_s)})
     _wait_for(lambda: fake_claude.calls, "the agent started")
     first.kill()  # SIGKILL: no cleanup at all
+    killed_at = time.monotonic()  # the lease was last set or renewed before this
     first.communicate()
     end_group(fake_claude.calls[0]["pid"], grace_s=0)
     assert (workspace / "inbox" / "claimed" / "msg-6.json").exists()
     # While the lease holds, the task is not taken again.
     data = json.loads(run_worker(workspace, "run", "--json").stdout)
     assert data["outcome"] == "idle"
-    time.sleep(2.2)
+    time.sleep(max(0.0, killed_at + lease_s + 0.2 - time.monotonic()))
     data = json.loads(run_worker(workspace, "run", "--json").stdout)
     assert (data["outcome"], data["task_id"]) == ("success", "msg-6")
     assert "LEASE_EXPIRED" in data["reason_codes"]
