@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,24 @@ def rewrite_wait(ws: Path, path: Path, data: dict[str, Any]) -> None:
     from worker.waits.state import WaitState
 
     save_wait(load_settings(ws), WaitState.model_validate(data), name=path.name)
+
+
+def save_approval_wait(settings: Any, store: Any, task_id: str, **fields: Any) -> Path:
+    """Record a wait for a user's approval, now, as worker records it; `fields` add to or
+    replace the state's own."""
+    from worker.waits.record import save_wait
+    from worker.waits.state import WaitState
+
+    state = {
+        "taskId": task_id,
+        "timestamp": datetime.now(UTC).isoformat(),
+        "reason": "r",
+        "waitFor": "an approval",
+        "resumeWhen": "user_approval",
+        "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
+        **fields,
+    }
+    return save_wait(settings, WaitState.model_validate(state), store)
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:

@@ -5,17 +5,14 @@ reply rules only with a reply to read. (Imported for every wait, they cost such 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_message
+from tests.conftest import save_approval_wait, write_message
 from tests.test_startup_imports import _modules_of
 from worker.config import load_settings
 from worker.store import Store
-from worker.waits.record import save_wait
-from worker.waits.state import WaitState
 
 ONLY_WITH_GITHUB_OR_A_REPLY = (
     "worker.kernel.replies",
@@ -27,19 +24,8 @@ ONLY_WITH_GITHUB_OR_A_REPLY = (
 
 def _wait(ws: Path, task_id: str, **fields: object) -> None:
     settings = load_settings(ws)
-    state = WaitState.model_validate(
-        {
-            "taskId": task_id,
-            "timestamp": datetime.now(UTC).isoformat(),
-            "reason": "r",
-            "waitFor": "an approval",
-            "resumeWhen": "user_approval",
-            "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
-            **fields,
-        }
-    )
     with Store(settings.db_path) as store:
-        save_wait(settings, state, store)
+        save_approval_wait(settings, store, task_id, **fields)
 
 
 @pytest.fixture

@@ -4,16 +4,15 @@ read while their folder is unchanged, and a wait without intercom notes costs no
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import save_approval_wait
 from worker.config import Settings, load_settings
 from worker.kernel.observe import waiting_flows
 from worker.store import Store
 from worker.waits import intercom, phase0, record
-from worker.waits.record import save_wait
 from worker.waits.state import WaitState
 
 
@@ -23,17 +22,7 @@ def settings(workspace: Path) -> Settings:
 
 
 def _wait(settings: Settings, store: Store, task_id: str) -> Path:
-    state = WaitState.model_validate(
-        {
-            "taskId": task_id,
-            "timestamp": datetime.now(UTC).isoformat(),
-            "reason": "r",
-            "waitFor": "an approval",
-            "resumeWhen": "user_approval",
-            "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
-        }
-    )
-    return save_wait(settings, state, store)
+    return save_approval_wait(settings, store, task_id)
 
 
 def _count_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
