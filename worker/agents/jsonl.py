@@ -7,7 +7,7 @@ that their caps are the same whichever agent ran.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -70,30 +70,37 @@ def lines_of(text: str) -> list[str]:
 
 
 def each_line(
-    text: str,
+    pieces: Iterable[str],
     normalise: Normaliser,
     other: Callable[[str, int], list[AgentEvent]],
 ) -> Iterator[list[AgentEvent]]:
-    """The events of each line of a text, the lines of `lines_of`, in order: `normalise(obj,
-    index)` of a line that is one JSON object and nothing else, decoded where it lies in `text`
-    (no copy of the line); `other(line, index)` of any other line (blank, padded, not JSON, not
-    an object)."""
-    scan, find, size = _SCAN, text.find, len(text)
-    start = index = 0
-    while start < size:
-        stop = find("\n", start)
-        stop = size if stop < 0 else stop
-        try:
-            obj, end = scan(text, start)
-        except _NOT_DECODED:
-            obj, end = None, start
-        # The object must end where the line does: a line break is JSON whitespace, and the
-        # decoder may have read on past it.
-        if end == stop and obj.__class__ is dict:
-            yield normalise(obj, index)
-        else:
-            yield other(text[start:stop], index)
-        start, index = stop + 1, index + 1
+    """The events of each line of a text given in pieces (a file read a megabyte at a time, or
+    the whole text as one piece), the lines of `lines_of`, in order: `normalise(obj, index)` of
+    a line that is one JSON object and nothing else, decoded where it lies in its piece (no
+    copy of the line); `other(line, index)` of any other line (blank, padded, not JSON, not an
+    object). A line that runs on into the next piece is joined to it."""
+    scan, index, rest = _SCAN, 0, ""
+    for piece in pieces:
+        text = rest + piece if rest else piece
+        find = text.find
+        start, stop = 0, find("\n")
+        while stop >= 0:
+            try:
+                obj, end = scan(text, start)
+            except _NOT_DECODED:
+                obj, end = None, start
+            # The object must end where the line does: a line break is JSON whitespace, and
+            # the decoder may have read on past it (to the end of the piece at the most: a
+            # line it would have to read on for is no line of one object anyway).
+            if end == stop and obj.__class__ is dict:
+                yield normalise(obj, index)
+            else:
+                yield other(text[start:stop], index)
+            start, index = stop + 1, index + 1
+            stop = find("\n", start)
+        rest = text[start:]
+    if rest:  # the last line, without a line feed
+        yield other(rest, index)
 
 
 def message_of(value: Any) -> str | None:

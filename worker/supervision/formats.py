@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import chain
-from typing import Any
+from typing import IO, Any
 
 from worker.agents.claude_stream import normalise_object
 from worker.agents.codex_stream import codex_object
@@ -60,6 +60,11 @@ _SIGNS = {
     },
 }
 _SAMPLE = 50  # lines looked at to tell the format
+# Characters read at a time where a transcript is read as it comes (see read_file): a piece
+# is decoded while it is still in the cache, and the memory of the last one is used again.
+_PIECE = 1 << 20
+# The formats of JSON lines read as they come: their lines go through _text_events.
+_LINES: dict[str, Normaliser] = {"claude": normalise_object, "codex": codex_object}
 
 
 class UnreadableTranscript(MalformedInput):
@@ -115,7 +120,47 @@ def read_text(text: str, fmt: str = "auto") -> tuple[str, Iterator[AgentEvent]]:
         return found, openhands_events(_histories(whole, lines_of(text)))
     if found == "gemini":
         return found, gemini_events(lines_of(text))
-    return found, _text_events(text, codex_object if found == "codex" else normalise_object)
+    return found, _text_events((text,), _LINES.get(found, normalise_object))
+
+
+def read_file(
+    file: IO[str], fmt: str = "auto", piece: int = _PIECE
+) -> tuple[str, Iterator[AgentEvent]]:
+    """`read_text` of what is left to read of `file`: the same format, events and errors.
+
+    Claude and Codex lines are read `piece` characters at a time as the events are asked for,
+    the file's text never held whole: a fresh copy of a large text costs more in the pages it
+    takes than in the copying (a third of the floor, the time of json.loads of every line, at
+    100,000 events). The head is read first, as many pieces as hold the lines the format is
+    told from; the rest is read whole when the text may be one JSON document or is another
+    format.
+    """
+    pieces = iter(partial(file.read, piece), "")
+    head, lines = "", 0
+    for more in pieces:
+        head += more
+        lines += more.count("\n")
+        if lines >= _SAMPLE:
+            break
+    else:  # all of it: fewer lines than the format is told from
+        return read_text(head, fmt)
+    found = detect_format(_head(head, _SAMPLE)) if not _may_be_one_document(head) else None
+    if found in _LINES and fmt in ("auto", found):
+        return found, _text_events(chain((head,), pieces), _LINES[found])
+    return read_text(head + "".join(pieces), fmt)
+
+
+def _may_be_one_document(head: str) -> bool:
+    """Whether a text that begins with `head` (and goes on) may be one JSON document, as
+    _whole_document reads it: it opens like one, and json.loads of the head finds no value
+    ending before more data does ("Extra data", where the whole text fails too)."""
+    if head.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        json.loads(head)
+    except json.JSONDecodeError as exc:
+        return exc.msg != "Extra data"
+    return True
 
 
 def _head(text: str, count: int) -> list[str]:
@@ -176,12 +221,12 @@ def _histories(whole: Any, lines: list[str]) -> list[Any]:
     return events
 
 
-def _text_events(text: str, normalise: Normaliser) -> Iterator[AgentEvent]:
-    """The events of each line of `text` (`lines_of`), in order: each line decoded where it
-    lies, without cutting the text into lines first; chain flattens them in C (a generator
-    resumed for every event cost as much as building the event)."""
+def _text_events(pieces: Iterable[str], normalise: Normaliser) -> Iterator[AgentEvent]:
+    """The events of each line of a text given in pieces (`lines_of`), in order: each line
+    decoded where it lies, without cutting the text into lines first; chain flattens them in C
+    (a generator resumed for every event cost as much as building the event)."""
     return chain.from_iterable(
-        each_line(text, normalise, partial(_line_events, normalise=normalise))
+        each_line(pieces, normalise, partial(_line_events, normalise=normalise))
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from worker.errors import MalformedInput, UsageError
 from worker.supervision.anomaly import Anomaly, Sighting
-from worker.supervision.formats import FORMATS, read_text
+from worker.supervision.formats import FORMATS, read_file
 from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import Steering, Watch
@@ -73,13 +73,12 @@ def inspect_transcript(
         raise UsageError(f"unknown format {fmt!r}; use auto or one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise UsageError(f"transcript {path} not found (give the path of a .jsonl or .json file)")
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+    try:  # the file is read as the replay goes (read_file)
+        with path.open(encoding="utf-8", errors="replace") as file, _collector_paused():
+            found_fmt, events = read_file(file, fmt)
+            return replay(events, settings, str(path), found_fmt)
     except OSError as exc:
         raise MalformedInput(f"cannot read transcript {path}: {exc}") from exc
-    with _collector_paused():
-        found_fmt, events = read_text(text, fmt)
-        return replay(events, settings, str(path), found_fmt)
 
 
 @contextmanager
