@@ -16,7 +16,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from worker.agents import claude_stream
+from worker.agents import claude_stream, jsonl
+from worker.agents.jsonl import lines_of
 from worker.errors import MalformedInput
 from worker.models import AgentEvent
 from worker.supervision import formats
@@ -136,3 +137,56 @@ def test_gemini_lines_longer_than_the_head_are_read_whole(tmp_path: Path) -> Non
     pieces, whole = _both(path, "auto", 50)
     assert pieces == whole and pieces[0] == "gemini"
     assert [event.text for event in pieces[1] if event.text] == ["a" * 120]
+
+
+# -- lines that open brackets and never close them ------------------------------------------
+
+UNCLOSED = ['{"a": [', "[", "[" * 50, '{"b": {"c": [1,']
+
+
+def _line_by_line(text: str) -> list[AgentEvent]:
+    """The events of each line decoded on its own (the plain form of each_line)."""
+    normalise = claude_stream.normalise_object
+    return [
+        event
+        for index, line in enumerate(lines_of(text))
+        for event in formats._line_events(line, index, normalise)
+    ]
+
+
+@given(st.lists(st.sampled_from([LINE, CALL, "", "{not json", *UNCLOSED]), max_size=30))
+@example([LINE, *['{"a": ['] * 2000, LINE, "[", CALL])
+def test_runs_of_unclosed_lines_read_as_their_lines_one_by_one(lines: list[str]) -> None:
+    """A "not JSON" event for each line that leaves brackets open, however many follow each
+    other, and the good lines around them read as before."""
+    text = "\n".join(lines) + "\n"
+    events = list(formats._text_events((text,), claude_stream.normalise_object))
+    assert events == _line_by_line(text)
+    bad = [line for line in lines if line not in ("", LINE, CALL)]
+    assert [event.index for event in events if event.error] == [
+        index for index, line in enumerate(lines) if line in bad
+    ]
+
+
+def test_only_the_first_line_of_a_run_of_bad_lines_is_decoded_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The decoder reads on from a line that opens brackets into the lines after it (up to
+    Python's depth, ~1,000 lines): in a run of such lines only the first is decoded where it
+    lies, the others and the next good line alone, so that the run costs what plain bad lines
+    cost."""
+    text = "\n".join([LINE, *['{"a": ['] * 3000, LINE, LINE]) + "\n"
+    in_place: list[int] = []
+    scan = jsonl._SCAN
+
+    def counted(source: str, start: int) -> tuple[Any, int]:
+        if source is text:
+            in_place.append(start)
+        return scan(source, start)
+
+    monkeypatch.setattr(jsonl, "_SCAN", counted)
+    events = list(formats._text_events((text,), claude_stream.normalise_object))
+    assert len(events) == 3003 and sum(1 for event in events if event.error) == 3000
+    second = len(LINE) + 1
+    assert in_place == [0, second, len(text) - len(LINE) - 1]  # the first good line, the first
+    # bad one, and the line after the next good line (decoded alone, which ends the run)

@@ -79,23 +79,36 @@ def each_line(
     a line that is one JSON object and nothing else, decoded where it lies in its piece (no
     copy of the line); `other(line, index)` of any other line (blank, padded, not JSON, not an
     object). A line that runs on into the next piece is joined to it."""
-    scan, index, rest = _SCAN, 0, ""
+    scan, index, rest, alone = _SCAN, 0, "", False
     for piece in pieces:
         text = rest + piece if rest else piece
         find = text.find
         start, stop = 0, find("\n")
         while stop >= 0:
-            try:
-                obj, end = scan(text, start)
-            except _NOT_DECODED:
-                obj, end = None, start
-            # The object must end where the line does: a line break is JSON whitespace, and
-            # the decoder may have read on past it (to the end of the piece at the most: a
-            # line it would have to read on for is no line of one object anyway).
-            if end == stop and obj.__class__ is dict:
-                yield normalise(obj, index)
+            if alone:  # after a line that is not one object: see below
+                line = text[start:stop]
+                obj = parse(line)
+                if isinstance(obj, dict):
+                    alone = False
+                    yield normalise(obj, index)
+                else:
+                    yield other(line, index)
             else:
-                yield other(text[start:stop], index)
+                try:
+                    obj, end = scan(text, start)
+                except _NOT_DECODED:
+                    obj, end = None, start
+                # The object must end where the line does: a line break is JSON whitespace,
+                # and the decoder may have read on past it (to the end of the piece at the
+                # most: a line it would have to read on for is no line of one object anyway).
+                if end == stop and obj.__class__ is dict:
+                    yield normalise(obj, index)
+                else:
+                    # A line that opens brackets and never closes them lets the decoder read
+                    # on into the next ones (up to Python's depth, ~1,000 lines, if they open
+                    # more): the lines after it are decoded alone until one is an object.
+                    alone = True
+                    yield other(text[start:stop], index)
             start, index = stop + 1, index + 1
             stop = find("\n", start)
         rest = text[start:]
