@@ -48,8 +48,8 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
     EventKind.RESULT,
     EventKind.OTHER,
 )
-# The failure class of a result in the cascade window: a non-empty name, or None for a success
-# (`map` runs in C, where a generator over the window costs a Python frame per item).
+# The failure class of a failure in the cascade window (`map` runs in C, where a generator
+# over the window costs a Python frame per item).
 _FAILURE = itemgetter(1)
 # Calls described at once (see _on_call), cleared when full: a few MB at the most.
 _DESCRIBED = 1024
@@ -99,14 +99,15 @@ class StreamDetectors:
         self._context_warn, self._context_urgent = settings.context_warn, settings.context_urgent
         # The shortest runs that can be an oscillation: of any results, of failing ones.
         self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
-        # (tool, failure class or None, seq, line, turn) of the last results
+        # (tool, failure class, seq, line, turn) of the failures among the last results. A
+        # success empties the window of failures, so the window of the last results is
+        # successes, then the failures since the last one: only those are kept.
         self._results: deque[tuple[str, str | None, int, int, int]] = deque(
             maxlen=settings.cascade_window
         )
         self._cascade: dict[str, tuple[int, int]] = {}  # failure class -> (start, line)
-        # Whether the window holds a failure: a success empties it of failures, so the window
-        # is successes, then the failures since the last one.
-        self._failing = False
+        self._failing = False  # whether the window holds a failure
+        self._cascade_distinct = settings.cascade_distinct
         self._live: dict[str, Sighting] = {}  # kind -> the episode of it last sighted
         self._context: tuple[int, int] | None = None
         self._since_progress = 0
@@ -205,31 +206,16 @@ class StreamDetectors:
             self._described[kept] = described
         return described
 
-    def _loop(
-        self,
-        tool: str,
-        args: str,
-        answer: str,
-        limit: Threshold | None,
-        seq: int,
-        line: int,
-        found: list[Sighting],
-    ) -> None:
-        # An identical call is a loop only when its result is identical too, or an error
-        # (OpenHands compares action and observation): polling a CI run until its state
-        # changes is progress.
-        count = self._call.push((tool, args, answer), seq, line)
-        if limit is not None and count >= limit.warn:
-            found.append(
-                self._sighting(
-                    "loop",
-                    _level(count, limit),
-                    f"{tool} {args}",
-                    (self._call.start, self._call.line),
-                    count,
-                    partial(_loop_evidence, tool, args),
-                )
-            )
+    def _loop(self, tool: str, args: str, count: int, limit: Threshold) -> Sighting:
+        """The loop sighted when the same call got the same answer `count` times in a row."""
+        return self._sighting(
+            "loop",
+            _level(count, limit),
+            f"{tool} {args}",
+            (self._call.start, self._call.line),
+            count,
+            partial(_loop_evidence, tool, args),
+        )
 
     def _on_result(self, event: AgentEvent, found: list[Sighting]) -> None:
         self._in_turn = False
@@ -263,10 +249,15 @@ class StreamDetectors:
                 self._failing = False
                 self._results.clear()
                 self._cascade.clear()
-        self._loop(tool, args, answer, loop_limit, seq, line, found)
+        # An identical call is a loop only when its result is identical too, or an error
+        # (OpenHands compares action and observation): polling a CI run until its state
+        # changes is progress.
+        count = self._call.push((tool, args, answer), seq, line)
+        if loop_limit is not None and count >= loop_limit.warn:
+            found.append(self._loop(tool, args, count, loop_limit))
         self._oscillation(tool, key, failed, seq, line, found)
-        self._results.append((tool, cls, seq, line, self.turn))
-        if failed:  # a success leaves no failure in the window (see above): no cascade
+        if failed:  # a success leaves no failure in the window (see _results)
+            self._results.append((tool, cls, seq, line, self.turn))
             self._failing = True
             self._cascades(found)
 
@@ -360,12 +351,11 @@ class StreamDetectors:
         # infrastructure errors are counted apart (Cline, Roo Code). Ours: the failures must
         # span two turns, since parallel calls of one turn share one cause (a stray `cd`) and
         # the agent has not yet had a chance to react to it.
-        # Called after a failure only (a success empties the window of failures).
-        window = [(item[0], item[1]) for item in self._results]
+        # Called after a failure only, the window holding failures only (see _results).
         failing = set(map(_FAILURE, self._results))  # the failure classes in the window
         for cls in (TOOL, PERMISSION, INFRASTRUCTURE):
-            tools = distinct_failing(window, cls) if cls in failing else []
-            if len(tools) < self.s.cascade_distinct or (
+            tools = distinct_failing(self._results, cls) if cls in failing else []
+            if len(tools) < self._cascade_distinct or (
                 len({item[4] for item in self._results if item[1] == cls}) < 2  # turns
             ):
                 self._cascade.pop(cls, None)

@@ -136,11 +136,10 @@ def read_file(
     format.
     """
     pieces = iter(partial(file.read, piece), "")
-    head, lines = "", 0
+    head = ""
     for more in pieces:
         head += more
-        lines += more.count("\n")
-        if lines >= _SAMPLE:
+        if _line_feed(head, _SAMPLE) is not None:
             break
     else:  # all of it: fewer lines than the format is told from
         return read_text(head, fmt)
@@ -165,14 +164,18 @@ def _may_be_one_document(head: str) -> bool:
 
 def _head(text: str, count: int) -> list[str]:
     """The first `count` lines of `text`, as `lines_of` cuts them (without cutting all)."""
+    end = _line_feed(text, count)  # the head ends with a line break, as every cut line does
+    return lines_of(text if end is None else text[: end + 1])[:count]
+
+
+def _line_feed(text: str, count: int) -> int | None:
+    """Where the `count`th line feed of `text` is (-1 for none asked), None when it has fewer."""
     end = -1
     for _ in range(count):
         end = text.find("\n", end + 1)
         if end < 0:
-            break
-    else:  # the text goes on: its head ends with a line break, as every cut line does
-        text = text[: end + 1]
-    return lines_of(text)[:count]
+            return None
+    return end
 
 
 def _whole_document(text: str) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -286,12 +286,13 @@ def alternation_length(keys: Sequence[str]) -> int:
     return length
 
 
-def distinct_failing(results: Sequence[tuple[str, str | None]], failure: str) -> list[str]:
-    """The distinct tools whose results in `results` failed with class `failure`, in order."""
+def distinct_failing(results: Iterable[Sequence[Any]], failure: str) -> list[str]:
+    """The distinct tools whose results in `results` (tool, failure class or None, and
+    anything after) failed with class `failure`, in order."""
     seen: list[str] = []
-    for tool, cls in results:
-        if cls == failure and tool not in seen:
-            seen.append(tool)
+    for result in results:
+        if result[1] == failure and result[0] not in seen:
+            seen.append(result[0])
     return seen
 
 
