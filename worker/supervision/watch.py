@@ -44,6 +44,8 @@ class Watch:
         self._pending: dict[tuple[str, str, int], Anomaly] = {}  # sighted since last drain
         self._urgent: Anomaly | None = None  # an urgent loop-like sighting, for the radio check
         self._pace_stopped = False
+        self._pace_counts: tuple[int, int] | None = None  # (escalations, episodes) of _pace
+        self._pace = ""
 
     @property
     def anomaly_count(self) -> int:
@@ -69,7 +71,10 @@ class Watch:
         return found
 
     def pace(self) -> str:
-        return pace_level(self.escalations, self.anomaly_count, self.s.pace)
+        counts = (self.escalations, len(self.episodes))
+        if counts != self._pace_counts:  # asked at every radio check: worked out on a change
+            self._pace_counts, self._pace = counts, pace_level(*counts, self.s.pace)
+        return self._pace
 
     def radio_check(self) -> str | None:
         """The periodic review during an iteration: a stop reason, or None to let it run."""
