@@ -21,6 +21,7 @@ from worker.agents.jsonl import lines_of
 from worker.errors import MalformedInput
 from worker.models import AgentEvent
 from worker.supervision import formats
+from worker.supervision.formats import UnreadableTranscript
 from worker.supervision.postmortem import inspect_transcript, replay
 from worker.supervision.settings import SupervisionSettings
 
@@ -83,7 +84,7 @@ def _both(path: Path, fmt: str, piece: int) -> tuple[Any, Any]:
     return pieces, _read(lambda: formats.read_text(text, fmt))
 
 
-@pytest.mark.parametrize("piece", [7, 97, 4096])
+@pytest.mark.parametrize("piece", [13, 997])
 def test_every_recorded_file_read_in_pieces_reads_as_the_whole_text(piece: int) -> None:
     """Each file under tests/fixtures (the corpus included, whatever its format), in any
     format asked for: the same format, events and errors as read_text of the whole text."""
@@ -190,3 +191,13 @@ def test_only_the_first_line_of_a_run_of_bad_lines_is_decoded_in_place(
     second = len(LINE) + 1
     assert in_place == [0, second, len(text) - len(LINE) - 1]  # the first good line, the first
     # bad one, and the line after the next good line (decoded alone, which ends the run)
+
+
+@pytest.mark.parametrize("lines", [1, 60])
+def test_a_text_nested_past_python_s_depth_is_no_transcript(tmp_path: Path, lines: int) -> None:
+    """Brackets opened past Python's depth, on one line or many: a clear "not a transcript"
+    (exit 65), not an unexpected RecursionError."""
+    path = tmp_path / "deep.json"
+    path.write_text("\n".join(["[" * 5_000] * lines), encoding="utf-8")
+    with pytest.raises(UnreadableTranscript, match="not a transcript worker can read"):
+        inspect_transcript(path, SupervisionSettings())

@@ -79,9 +79,16 @@ def each_line(
     a line that is one JSON object and nothing else, decoded where it lies in its piece (no
     copy of the line); `other(line, index)` of any other line (blank, padded, not JSON, not an
     object). A line that runs on into the next piece is joined to it."""
-    scan, index, rest, alone = _SCAN, 0, "", False
+    scan, index, alone = _SCAN, 0, False
+    rest: list[str] = []  # the pieces of a line not ended yet, joined once when it ends
     for piece in pieces:
-        text = rest + piece if rest else piece
+        if rest:
+            if piece.find("\n") < 0:
+                rest.append(piece)
+                continue
+            text = "".join([*rest, piece])
+        else:
+            text = piece
         find = text.find
         start, stop = 0, find("\n")
         while stop >= 0:
@@ -111,9 +118,9 @@ def each_line(
                     yield other(text[start:stop], index)
             start, index = stop + 1, index + 1
             stop = find("\n", start)
-        rest = text[start:]
+        rest = [text[start:]] if start < len(text) else []
     if rest:  # the last line, without a line feed
-        yield other(rest, index)
+        yield other("".join(rest), index)
 
 
 def message_of(value: Any) -> str | None:

@@ -136,13 +136,15 @@ def read_file(
     format.
     """
     pieces = iter(partial(file.read, piece), "")
-    head = ""
+    taken, wanted = [], _SAMPLE  # the pieces read, the line feeds still to find in them
     for more in pieces:
-        head += more
-        if _line_feed(head, _SAMPLE) is not None:
+        taken.append(more)
+        wanted -= _line_feeds(more, wanted)
+        if not wanted:
             break
     else:  # all of it: fewer lines than the format is told from
-        return read_text(head, fmt)
+        return read_text("".join(taken), fmt)
+    head = "".join(taken)
     found = detect_format(_head(head, _SAMPLE)) if not _may_be_one_document(head) else None
     if found in _LINES and fmt in ("auto", found):
         return found, _text_events(chain((head,), pieces), _LINES[found])
@@ -159,6 +161,8 @@ def _may_be_one_document(head: str) -> bool:
         json.loads(head)
     except json.JSONDecodeError as exc:
         return exc.msg != "Extra data"
+    except RecursionError:  # as deep in the whole text: _whole_document decides
+        pass
     return True
 
 
@@ -166,6 +170,18 @@ def _head(text: str, count: int) -> list[str]:
     """The first `count` lines of `text`, as `lines_of` cuts them (without cutting all)."""
     end = _line_feed(text, count)  # the head ends with a line break, as every cut line does
     return lines_of(text if end is None else text[: end + 1])[:count]
+
+
+def _line_feeds(text: str, most: int) -> int:
+    """How many line feeds `text` holds, counted up to `most` (str.count reads all of it, a
+    character at a time)."""
+    found, end = 0, -1
+    while found < most:
+        end = text.find("\n", end + 1)
+        if end < 0:
+            break
+        found += 1
+    return found
 
 
 def _line_feed(text: str, count: int) -> int | None:
@@ -185,7 +201,7 @@ def _whole_document(text: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested past Python's depth: none we read
         return None
 
 
