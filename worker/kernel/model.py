@@ -83,7 +83,10 @@ class Order(StrEnum):
 ALL_TASKS = "*"
 
 
-@dataclass(frozen=True)
+# Never compared nor hashed (orders are matched by their fields, kept in lists and dicts by
+# task id): no generated `__eq__` and `__hash__`, two fewer `exec`s at every start. So too
+# `WaitingFlow` and `StaleItem`.
+@dataclass(frozen=True, eq=False)
 class ControlOrder:
     """A stop/cancel/pause/resume order for one task (or `*`), from wherever it came."""
 
@@ -110,7 +113,7 @@ class ReadyWait(NamedTuple):
     ref: Any = None  # the wait-state store's handle (its file)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WaitingFlow:
     """A paused flow: a wait state whose condition is not met yet."""
 
@@ -120,7 +123,7 @@ class WaitingFlow:
     ref: Any = field(default=None, compare=False, hash=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StaleItem:
     """Something a dead run left behind (a claim, a worktree), found by its own rule."""
 
