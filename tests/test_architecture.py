@@ -112,7 +112,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "decision",
         "The kernel's pure core, `decide(snapshot)` with its model and invariants, and what a "
-        "control order is (`control`: its format, how it is read, written and consumed).",
+        "control order is (`control`: how it is read, written and consumed; `order_file`: its "
+        "format).",
         (
             "worker.kernel",
             "worker.kernel.control",
@@ -120,6 +121,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.kernel.explain",
             "worker.kernel.invariants",
             "worker.kernel.model",
+            "worker.kernel.order_file",
             "worker.kernel.registry",
             "worker.kernel.replies",
             "worker.kernel.turn",

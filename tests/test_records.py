@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from worker.kernel.model import PlanEntry, Priority, ReadyWait, ReplySignal
+from worker.kernel.model import (
+    ControlOrder,
+    Order,
+    PlanEntry,
+    Priority,
+    ReadyWait,
+    ReplySignal,
+    StaleItem,
+    WaitingFlow,
+)
 from worker.kernel.registry import BY_NAME, Flow, FlowKind
 from worker.models import InfraFailure, InfraKind, StatusBlock, Task
 from worker.modes import ModeSet, load_modes
@@ -40,6 +49,12 @@ RECORDS: list[tuple[type, dict[str, Any]]] = [
         },
     ),
     (Flow, {"kind": BY_NAME["inbox"], "task_id": "t1", "pending": True, "task": TASK}),
+    (
+        ControlOrder,
+        {"id": "o1", "order": Order.STOP, "task_id": "t1", "origin": "cli", "at": 5.0},
+    ),
+    (WaitingFlow, {"task": TASK, "resume_brief": "resume t1", "ref": Path("/w/t1.json")}),
+    (StaleItem, {"kind": "worktree", "id": "t1", "rule": "CLAIM_GONE", "holds_work": True}),
     (
         InfraFailure,
         {"kind": InfraKind.AUTH, "message": "Invalid API key", "http_status": 401},

@@ -111,9 +111,10 @@ def test_nothing_to_do_needs_neither_the_process_layer_nor_git(
 # the agents' preflight (only with a task to take), the reply rules (only with a reply to
 # read), GitHub's wait checks and look (only with a wait), getpass and its termios (only to
 # name who wrote a note), the agent's request and results and a task's result (only with a
-# task); for a dry run, which records and notifies nothing, the retention of
-# records, the notifier and the spend; for `status` with no database yet, what it would read
-# there (the spend, the unsent notifications, the running task's heartbeat, the last runs).
+# task), the order file `worker cancel` writes (only with one to read); for a dry run, which
+# records and notifies nothing, the retention of records, the notifier and the spend; for a
+# dry run and `status` with no database yet, SQLite itself and what `status` would read there
+# (the spend, the unsent notifications, the running task's heartbeat, the last runs).
 NOTHING_TO_DO = (
     "worker.kernel.replies",
     "worker.waits.github_checks",
@@ -122,6 +123,7 @@ NOTHING_TO_DO = (
     "getpass",
     "termios",
     "worker.results",
+    "worker.kernel.order_file",
 )
 KEPT_OFF = {
     "idle run": (
@@ -141,6 +143,7 @@ KEPT_OFF = {
         "worker.notify.events",
         "worker.notify.outbox",
         "worker.costs",
+        "sqlite3",
         *NOTHING_TO_DO,
     ),
     "status": (
@@ -152,6 +155,7 @@ KEPT_OFF = {
         "worker.notify.outbox",
         "worker.progress",
         "worker.run_log",
+        "sqlite3",
     ),
 }
 
@@ -224,7 +228,7 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
         "    try:\n        app()\n    except SystemExit:\n        pass\n"
         "from pydantic import BaseModel\n"
         "from worker.config import Settings\n"
-        "from worker.kernel.control import OrderFile\n"
+        "from worker.kernel.order_file import OrderFile\n"
         "from worker.kernel.replies import _ModelAnswer\n"
         "from worker.sources.message import Message\n"
         "from worker.waits.intercom import Note\n"

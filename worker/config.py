@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+)
 
 from worker.daemon.settings import DaemonSettings
 from worker.errors import ConfigError
@@ -42,8 +50,8 @@ class FallbackSettings(BaseModel):
     enabled: bool = True
     build: list[str] | None = None  # shell commands; None = detect from the project type
     test: list[str] | None = None
-    interval_hours: float = Field(24.0, gt=0)
-    command_timeout_s: float = Field(1800.0, gt=0)
+    interval_hours: PositiveFloat = 24.0
+    command_timeout_s: PositiveFloat = 1800.0
     mode: str = "code-simple"
 
 
@@ -63,13 +71,13 @@ class Settings(BaseModel):
     claude_bin: str = "claude"
     codex_bin: str = "codex"
     gemini_bin: str = "gemini"
-    lease_seconds: int = Field(3600, gt=0)
-    iteration_timeout_s: float = Field(1800.0, gt=0)
-    task_wall_clock_s: float = Field(4 * 3600.0, gt=0)
+    lease_seconds: PositiveInt = 3600
+    iteration_timeout_s: PositiveFloat = 1800.0
+    task_wall_clock_s: PositiveFloat = 4 * 3600.0
     # SWE-agent's default budget per task is $3 (its `per_instance_cost_limit`).
-    task_cost_cap_usd: float = Field(3.0, gt=0)
+    task_cost_cap_usd: PositiveFloat = 3.0
     # This machine's spend per UTC day (agents and reviewers); reached, tasks wait for the next.
-    daily_cost_cap_usd: float | None = Field(None, gt=0)
+    daily_cost_cap_usd: PositiveFloat | None = None
     output_cap_bytes: int = Field(2_000_000, gt=1000)
     # Each section, and each model in it, is validated as a part of this model, defaults too
     # (`{}`, validated): a command builds this one validator as it starts, and a section's

@@ -8,7 +8,6 @@ step (`Store.recover_claim`) gives its task back.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -100,6 +99,8 @@ def check_database(settings: Settings) -> dict[str, Any]:
     """`PRAGMA integrity_check` and the journal mode of the database (read-only)."""
     if not settings.db_path.exists():
         return {"ok": True, "integrity": "no database yet", "journal_mode": None}
+    import sqlite3  # only with a database to check
+
     try:
         db = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True, timeout=5.0)
         try:

@@ -12,7 +12,8 @@ if TYPE_CHECKING:  # the loop and the agents load only when a task runs
     from worker.progress import Display
 
 
-@dataclass
+# Neither is compared: no generated `__eq__` (one `exec` fewer each at every start).
+@dataclass(eq=False)
 class RunOptions:
     """What the caller asks of one run (the options of `worker run`)."""
 
@@ -25,7 +26,7 @@ class RunOptions:
     progress: Display | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class RunReport:
     """What one run did, rendered as text or JSON by `worker run`."""
 

@@ -9,14 +9,16 @@ WAL, synchronous=NORMAL, busy_timeout 5000 ms, BEGIN IMMEDIATE for read-modify-w
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-Migration = Callable[[sqlite3.Connection], None]
+if TYPE_CHECKING:
+    import sqlite3
+
+Migration = Callable[["sqlite3.Connection"], None]
 
 
 def script(db: sqlite3.Connection, sql: str) -> None:
@@ -26,6 +28,8 @@ def script(db: sqlite3.Connection, sql: str) -> None:
     the same new database could then apply the same migration again ("table already exists"),
     and a script failing halfway would leave half a schema that no later open could finish.
     """
+    import sqlite3  # loaded with the connection `db` already
+
     statement = ""
     for line in sql.splitlines(keepends=True):
         statement += line
@@ -173,6 +177,9 @@ class Store:
         self.db.close()
 
     def _connect(self) -> sqlite3.Connection:
+        # Here, not at the top: a dry run or `status` with no database never loads SQLite.
+        import sqlite3
+
         db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
         db.row_factory = sqlite3.Row
         db.execute("PRAGMA journal_mode=WAL")
@@ -183,6 +190,8 @@ class Store:
     def restore_file(self) -> bool:
         """If the database file was deleted under us, write it back from the open connection
         and continue on the new file; True when that happened."""
+        import sqlite3  # loaded with the open connection already
+
         if self.path.exists():
             return False
         self.path.parent.mkdir(parents=True, exist_ok=True)

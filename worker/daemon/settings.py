@@ -9,40 +9,40 @@ is a setting so that tests (and impatient people) can shrink them.
 from pathlib import Path
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 
 class DaemonSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     # -- worker serve -------------------------------------------------------------------------
-    interval_s: float = Field(300.0, gt=0)  # sleep between two runs of the batch cycle
-    inbox_poll_s: float = Field(2.0, gt=0)  # a stat() of the inbox folder this often while idle
-    heartbeat_s: float = Field(10.0, gt=0)
-    busy_retry_s: float = Field(30.0, gt=0)  # another run holds the workspace lock: retry after
+    interval_s: PositiveFloat = 300.0  # sleep between two runs of the batch cycle
+    inbox_poll_s: PositiveFloat = 2.0  # a stat() of the inbox folder this often while idle
+    heartbeat_s: PositiveFloat = 10.0
+    busy_retry_s: PositiveFloat = 30.0  # another run holds the workspace lock: retry after
 
     # -- worker supervise: restarts -----------------------------------------------------------
     # Kubernetes (KEP-4603): 1 s doubling with jitter, capped at 60 s, reset after 10 min stable.
-    backoff_base_s: float = Field(1.0, gt=0)
-    backoff_cap_s: float = Field(60.0, gt=0)
+    backoff_base_s: PositiveFloat = 1.0
+    backoff_cap_s: PositiveFloat = 60.0
     backoff_jitter: float = Field(0.1, ge=0, lt=1)  # a delay is shortened by up to this fraction
-    backoff_reset_s: float = Field(600.0, gt=0)
+    backoff_reset_s: PositiveFloat = 600.0
     # Erlang/OTP-style intensity: 5 crashes in 300 s. The window must exceed the backoff sum, or
     # the loop never trips (systemd's 5-in-10 s pitfall); checked below.
     crash_loop_count: int = Field(5, ge=2)
-    crash_loop_window_s: float = Field(300.0, gt=0)
-    startup_timeout_s: float = Field(90.0, gt=0)  # systemd's default TimeoutStartSec
-    heartbeat_timeout_s: float = Field(120.0, gt=0)  # a dozen missed beats: the child is hung
-    stop_grace_s: float = Field(30.0, gt=0)  # SIGTERM, then SIGKILL: time to release the task
-    poll_s: float = Field(1.0, gt=0)  # the supervisor's tick
+    crash_loop_window_s: PositiveFloat = 300.0
+    startup_timeout_s: PositiveFloat = 90.0  # systemd's default TimeoutStartSec
+    heartbeat_timeout_s: PositiveFloat = 120.0  # a dozen missed beats: the child is hung
+    stop_grace_s: PositiveFloat = 30.0  # SIGTERM, then SIGKILL: time to release the task
+    poll_s: PositiveFloat = 1.0  # the supervisor's tick
 
     # -- worker supervise: revisions ----------------------------------------------------------
     track_revisions: bool = True
     repo: Path | None = None  # the git checkout to watch; None = the one worker runs from
-    revision_poll_s: float = Field(60.0, gt=0)
-    stable_window_s: float = Field(600.0, gt=0)  # Kubernetes backoff reset: 10 min healthy
+    revision_poll_s: PositiveFloat = 60.0
+    stable_window_s: PositiveFloat = 600.0  # Kubernetes backoff reset: 10 min healthy
     build_command: list[str] | None = None  # argv run in the revision's snapshot; None = none
-    build_timeout_s: float = Field(1800.0, gt=0)
+    build_timeout_s: PositiveFloat = 1800.0
     child_command: list[str] | None = None  # None = `python -m worker serve --workspace ...`
     keep_snapshots: int = Field(3, ge=2)
 

@@ -4,7 +4,7 @@
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, field_validator
 
 # `scheme://user:password@host` -> `scheme://user:***@host`; also `password=...` in a DSN.
 # Compiled at their first use (`re`'s own cache): a run without a fleet shows no URL.
@@ -27,11 +27,11 @@ class FleetSettings(BaseModel):
     # WORKER_FLEET__DATABASE_URL or ~/.pgpass to a password written in worker.toml.
     database_url: str | None = None
     connect_timeout_s: int = Field(5, ge=1, le=120)
-    heartbeat_s: float = Field(15.0, gt=0)  # renew leases and publish the status this often
+    heartbeat_s: PositiveFloat = 15.0  # renew leases and publish the status this often
     # No database, an inbox folder synced between machines: claim markers and a settle window
     # (worker.fleet.markers). Ignored when database_url is set.
     synced_inbox: bool = False
-    settle_s: float = Field(30.0, ge=0)  # longer than the sync's usual delay
+    settle_s: NonNegativeFloat = 30.0  # longer than the sync's usual delay
 
     @field_validator("database_url")
     @classmethod

@@ -1,7 +1,8 @@
 """Control orders: stop, cancel, pause or resume a task, whatever flow it is in.
 
 Where orders come from, all read into `ControlOrder`:
-- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`),
+- `worker cancel TASK [--pause|--resume]`: a file `<state>/control/<id>.json` (`OrderFile`,
+  in `worker.kernel.order_file`),
   obeyed only when the CLI wrote exactly it (`worker.waits.authored`);
 - the inbox: a message addressed to this machine with `"kind": "control"`, `"action":
   "stop|cancel|pause|resume"` and `"task": "<task-id>"`, or a message whose subject is exactly
@@ -24,9 +25,9 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.fsutil import atomic_write_text, json_files, quarantine
@@ -34,29 +35,15 @@ from worker.kernel.model import ALL_TASKS, ControlOrder, Order
 from worker.sources.message import Message, addressed_messages
 from worker.waits import authored
 
+if TYPE_CHECKING:
+    from worker.kernel.order_file import OrderFile
+
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 # Compiled at its first use (`re`'s cache): most runs read no order.
 _SUBJECT = r"^(STOP|CANCEL|PAUSE|RESUME)\s+(\S+)\s*$"
 _NEEDLES = (b'"control"', b'"STOP ', b'"CANCEL ', b'"PAUSE ', b'"RESUME ')
 _WORDS = {f"/{order.value}": order for order in Order}
-
-
-class OrderFile(BaseModel):
-    """The file `worker cancel` writes."""
-
-    # Built on first use, not at import: a run finds an order file on rare occasions.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-
-    schema_version: int = Field(SCHEMA_VERSION, alias="schemaVersion")
-    id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
-    kind: str = Field("control", pattern="^control$")
-    action: Order
-    task: str = Field(min_length=1, max_length=300)
-    reason: str = Field("", max_length=2000)
-    sender: str = Field("cli", alias="from")
-    created_at: datetime = Field(alias="createdAt")
 
 
 def control_dir(settings: Settings) -> Path:
@@ -67,6 +54,8 @@ def write_order(
     settings: Settings, task_id: str, order: Order, reason: str = "", sender: str = ""
 ) -> ControlOrder:
     """Write an order for the running worker (its watcher) or the next run."""
+    from worker.kernel.order_file import OrderFile
+
     stamp = datetime.now(UTC)
     data = OrderFile.model_validate(
         {
@@ -133,7 +122,11 @@ def from_control_dir(settings: Settings) -> list[ControlOrder]:
     folder = control_dir(settings)
     orders: list[ControlOrder] = []
     files = json_files(folder)
-    signed = authored.signed(settings) if files else set()  # the watcher asks every second
+    if not files:
+        return []  # the watcher asks every second; an order file is rare
+    from worker.kernel.order_file import OrderFile
+
+    signed = authored.signed(settings)
     for path in files:
         try:
             raw = path.read_bytes()

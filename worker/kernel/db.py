@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
+from typing import TYPE_CHECKING
 
 from worker.store import Store, script
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 def _v1(db: sqlite3.Connection) -> None:

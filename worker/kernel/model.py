@@ -2,9 +2,9 @@
 
 Everything here is data (frozen dataclasses, NamedTuples and closed enums); deciding lives in
 `worker.kernel.decide`, reading the world in `observe`, changing it in `effects`. A record that
-compares every field, is never copied with `dataclasses.replace` and never serialised whole is
-a NamedTuple: built with one `eval` instead of six `exec`s (a frozen dataclass's generated
-methods on Python 3.11), about 0.4 ms of every command's start-up each.
+compares every field (or is never compared), is never copied with `dataclasses.replace` and
+never serialised whole is a NamedTuple: built with one `eval` instead of six `exec`s (a frozen
+dataclass's generated methods on Python 3.11), about 0.4 ms of every command's start-up each.
 """
 
 # Annotations evaluated as written, not postponed: worker/config.py says why.
@@ -83,8 +83,10 @@ class Order(StrEnum):
 ALL_TASKS = "*"
 
 
-@dataclass(frozen=True)
-class ControlOrder:
+# An order, a paused flow and a stale item are never compared nor hashed (they are matched by
+# their fields and kept in lists, or in dicts by task id): NamedTuples too, whose `ref` would
+# take part in a comparison if there were one.
+class ControlOrder(NamedTuple):
     """A stop/cancel/pause/resume order for one task (or `*`), from wherever it came."""
 
     id: str
@@ -95,7 +97,7 @@ class ControlOrder:
     sender: str = ""
     at: float = 0.0  # epoch seconds
     trusted: bool = True  # decided at the edge (observe): may this sender give this order?
-    ref: Any = field(default=None, compare=False, hash=False)  # its file, for consuming it
+    ref: Any = None  # its file, for consuming it
 
     def targets(self, task_id: str) -> bool:
         return self.task_id in (task_id, ALL_TASKS)
@@ -110,25 +112,23 @@ class ReadyWait(NamedTuple):
     ref: Any = None  # the wait-state store's handle (its file)
 
 
-@dataclass(frozen=True)
-class WaitingFlow:
+class WaitingFlow(NamedTuple):
     """A paused flow: a wait state whose condition is not met yet."""
 
     task: Task
     resume_brief: str = ""
     last_active_at: float | None = None
-    ref: Any = field(default=None, compare=False, hash=False)
+    ref: Any = None  # the wait-state file
 
 
-@dataclass(frozen=True)
-class StaleItem:
+class StaleItem(NamedTuple):
     """Something a dead run left behind (a claim, a worktree), found by its own rule."""
 
     kind: str  # claim | worktree
     id: str
     rule: str  # LEASE_EXPIRED | CLAIM_GONE | ...
     holds_work: bool = False  # uncommitted changes, unreported results: never deleted
-    ref: Any = field(default=None, compare=False, hash=False)
+    ref: Any = None  # a worktree's path
 
 
 class ReplySignal(NamedTuple):

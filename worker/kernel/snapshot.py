@@ -8,7 +8,6 @@ queue per source), which must show what a run would do without claiming, writing
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 from worker.config import Settings
 from worker.errors import UsageError
@@ -87,6 +86,8 @@ def preview(settings: Settings, options: RunOptions | None = None) -> tuple[Snap
 def _read_kv_readonly(settings: Settings, key: str) -> str | None:
     if not settings.db_path.exists():
         return None
+    import sqlite3  # only with a database to read
+
     try:
         db = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
         try:

@@ -4,7 +4,7 @@
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 Event = Literal["needs_approval", "failed", "done", "crash_loop", "daily_budget"]
 DEFAULT_EVENTS: tuple[Event, ...] = ("needs_approval", "failed", "crash_loop", "daily_budget")
@@ -37,5 +37,5 @@ class NotifySettings(BaseModel):
     events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS))
     telegram: TelegramSettings = Field(default_factory=dict, validate_default=True)
     webhook: WebhookSettings = Field(default_factory=dict, validate_default=True)
-    send_timeout_s: float = Field(10.0, gt=0)
+    send_timeout_s: PositiveFloat = 10.0
     max_attempts: int = Field(20, ge=1)  # then the notification is given up (still listed)

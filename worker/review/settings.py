@@ -11,7 +11,16 @@ directives; about 2k tokens of knowledge in a prompt.
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
 
 
 class ReviewerSettings(BaseModel):
@@ -20,23 +29,21 @@ class ReviewerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
     enabled: bool = True
-    interval: int = Field(
-        default=5, ge=0
-    )  # finished tasks between runs; 0 = only on milestones/urgency
+    interval: NonNegativeInt = 5  # finished tasks between runs; 0 = only on milestones/urgency
     on_milestone: bool = False  # run at an abort or an escalation
     # A mode of the modes file to run in (its agent and model); None: Claude with `model`.
     mode: str | None = None
     model: str = "sonnet"  # the spec's supervisors are Sonnet-class models
-    max_budget_usd: float | None = Field(default=0.5, gt=0)
+    max_budget_usd: PositiveFloat | None = 0.5
 
 
 class UrgencyWeights(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
-    verify_failed: float = Field(default=0.3, ge=0)  # spec: QA failure +0.3
-    abort: float = Field(default=1.0, ge=0)  # spec: task abort +1.0 (immediate)
-    churn: float = Field(default=0.2, ge=0)  # spec: high carry-forward churn +0.2
-    threshold: float = Field(default=1.0, gt=0)  # spec: supervisors run at >= 1.0, then it resets
+    verify_failed: NonNegativeFloat = 0.3  # spec: QA failure +0.3
+    abort: NonNegativeFloat = 1.0  # spec: task abort +1.0 (immediate)
+    churn: NonNegativeFloat = 0.2  # spec: high carry-forward churn +0.2
+    threshold: PositiveFloat = 1.0  # spec: supervisors run at >= 1.0, then it resets
 
 
 # Each reviewer's own defaults, kept when a user sets only some of its keys.
@@ -63,21 +70,19 @@ class ReviewSettings(BaseModel):
     )
     urgency: UrgencyWeights = Field(default_factory=dict, validate_default=True)
     # Heavy churn: a task whose diff changes this many lines, or that took this many iterations.
-    churn_lines: int = Field(default=400, gt=0)
-    churn_iterations: int = Field(default=6, gt=0)
-    token_budget: int = Field(default=2000, gt=0)  # spec: ~2k tokens for knowledge injection
-    directive_max_age: int = Field(default=15, gt=0)  # spec: dropped after 15 task completions
-    cleanup_cap: int = Field(default=10, gt=0)  # spec: at most 10 pending cleanup directives
-    max_directives_in_prompt: int = Field(default=20, gt=0)
-    establish_after: int = Field(
-        default=3, gt=0
-    )  # successful uses before provisional -> established
+    churn_lines: PositiveInt = 400
+    churn_iterations: PositiveInt = 6
+    token_budget: PositiveInt = 2000  # spec: ~2k tokens for knowledge injection
+    directive_max_age: PositiveInt = 15  # spec: dropped after 15 task completions
+    cleanup_cap: PositiveInt = 10  # spec: at most 10 pending cleanup directives
+    max_directives_in_prompt: PositiveInt = 20
+    establish_after: PositiveInt = 3  # successful uses before provisional -> established
     # Convergence: a run with at most this many findings new since the previous run converges.
-    converging_max_new: int = Field(default=1, ge=0)
-    max_interval: int = Field(default=80, gt=0)  # cap for the doubled interval
-    recent_tasks: int = Field(default=10, gt=0)  # most tasks shown to one reviewer run
-    timeout_s: float = Field(default=900.0, gt=0)
-    diff_chars: int = Field(default=3000, ge=0)  # diff excerpt kept per task for reviewers
+    converging_max_new: NonNegativeInt = 1
+    max_interval: PositiveInt = 80  # cap for the doubled interval
+    recent_tasks: PositiveInt = 10  # most tasks shown to one reviewer run
+    timeout_s: PositiveFloat = 900.0
+    diff_chars: NonNegativeInt = 3000  # diff excerpt kept per task for reviewers
 
     @model_validator(mode="before")
     @classmethod

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from worker.fsutil import SIGNATURE, settled, signature
 from worker.store import Store, script
+
+if TYPE_CHECKING:
+    import sqlite3
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +119,8 @@ class IndexedRead:
         """The indexed read, or None (no store, not POSIX, or the index cannot be read)."""
         if store is None or not SUPPORTED:
             return None
+        import sqlite3  # loaded with the store's connection already
+
         try:
             return cls(store, folder, machine_id)
         except (sqlite3.Error, OSError) as exc:
@@ -165,6 +170,8 @@ class IndexedRead:
     def save(self) -> None:
         """After a whole pass: forget the files gone or changed, remember the new ones, and
         forget the scopes no run has read for `STALE_S`."""
+        import sqlite3  # loaded with the store's connection already
+
         try:
             if self.scope_id is None or self.used_at < time.time() - _USED_EVERY_S:
                 self._used()

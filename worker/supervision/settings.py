@@ -20,7 +20,16 @@ no public default exists the number is ours, and the comment says so.
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 PaceLevel = Literal["primary", "alternate", "contingent", "emergency"]
 PACE_LEVELS: tuple[PaceLevel, ...] = ("primary", "alternate", "contingent", "emergency")
@@ -183,18 +192,18 @@ class SupervisionSettings(BaseModel):
     # Context fill: warn 0.80, urgent 0.90 (Goose, Cline; Roo Code keeps a 10% buffer).
     context_warn: float = Field(0.80, gt=0, lt=1)
     context_urgent: float = Field(0.90, gt=0, le=1)
-    default_context_window: int = Field(200_000, gt=0)
+    default_context_window: PositiveInt = 200_000
     # Model-name substring -> window; the first match wins. "[1m]" marks Claude's 1M beta.
     context_windows: dict[str, int] = Field(default_factory=lambda: {"[1m]": 1_000_000})
     # Cooldown per anomaly type: 3 turns; re-arm when the streak grows; emergencies exempt.
-    cooldown_turns: int = Field(3, ge=0)
+    cooldown_turns: NonNegativeInt = 3
     radio_check_events: int = Field(10, ge=1)  # ours: a 5-call loop is ~10 events
     stop_on_urgent: bool = True  # cut a tight loop short instead of waiting for the timeout
     max_steering_lines: int = Field(3, ge=1)  # the spec: minimal tokens, maximum signal
     actions: dict[str, str] = Field(default_factory=dict)  # kind -> replacement action text
     pace: PaceSettings = Field(default_factory=dict, validate_default=True)
     reports: bool = True  # write <reports>/<machine-id>_latest.json at every iteration
-    stale_after_s: float | None = Field(None, gt=0)  # None: twice the iteration timeout
+    stale_after_s: PositiveFloat | None = None  # None: twice the iteration timeout
 
     @field_validator("thresholds", mode="before")
     @classmethod

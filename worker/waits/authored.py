@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import sqlite3
 import time
 from typing import TYPE_CHECKING
 
 from worker.store import Store, script
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from worker.config import Settings
 
 UNSIGNED = "NOTE_UNSIGNED"
@@ -75,6 +76,8 @@ def signed(settings: Settings) -> set[str]:
     """The digests of every file the CLI wrote (read without creating the database)."""
     if not settings.db_path.exists():
         return set()
+    import sqlite3  # only with a database to read
+
     uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:

@@ -9,13 +9,15 @@ dropped when that instance is gone.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.store import Store, script
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 class WaitCode(StrEnum):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,6 +153,8 @@ def recorded(settings: Settings, store: Store | None = None) -> Records:
         return found
     if not settings.db_path.exists():
         return Records()
+    import sqlite3  # only with a database to read
+
     uri = f"{settings.db_path.resolve().as_uri()}?mode=ro"
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
@@ -232,6 +233,8 @@ def remember_verified(store: Store, records: Records) -> None:
     that still hold the text compared (a record saved again meanwhile has none)."""
     if not records.verified:
         return
+    import sqlite3  # loaded with the store's connection already
+
     try:
         with store.transaction() as db:
             db.executemany(

@@ -8,7 +8,15 @@ is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    field_validator,
+)
 
 _REPO = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"  # compiled at its first use: most have no repos
 
@@ -30,7 +38,7 @@ class GitHubSettings(BaseModel):
     waiting_label: str = "worker:waiting"
     # Logins trusted to start work even without write access to the repository.
     trusted_users: list[str] = []
-    claim_ttl_s: int = Field(4 * 3600, gt=0)  # a claim not renewed for this long has expired
+    claim_ttl_s: PositiveInt = 4 * 3600  # a claim not renewed for this long has expired
     assign: bool = True  # assign the token's user when claiming (ignored where not allowed)
     open_pr: bool = False
     push: bool = True  # push the task branch on success (with --use-worktree)
@@ -39,16 +47,16 @@ class GitHubSettings(BaseModel):
     # API behaviour
     request_timeout_s: int = Field(15, ge=1)  # seconds (an int for PyGithub); its default
     retries: int = Field(3, ge=0, le=10)
-    backoff_s: float = Field(1.0, ge=0)  # first retry delay; doubles, capped at 30 s
-    max_retry_after_s: float = Field(120.0, ge=0)  # a longer Retry-After is an error, not a wait
-    rate_limit_floor: int = Field(100, ge=0)  # below this many requests left, stop polling
+    backoff_s: NonNegativeFloat = 1.0  # first retry delay; doubles, capped at 30 s
+    max_retry_after_s: NonNegativeFloat = 120.0  # a longer Retry-After is an error, not a wait
+    rate_limit_floor: NonNegativeInt = 100  # below this many requests left, stop polling
     # PyGithub's politeness delays (secondary rate limits); 0 in tests.
-    seconds_between_requests: float = Field(0.25, ge=0)
-    seconds_between_writes: float = Field(1.0, ge=0)
+    seconds_between_requests: NonNegativeFloat = 0.25
+    seconds_between_writes: NonNegativeFloat = 1.0
     max_issues: int = Field(100, gt=0, le=1000)  # issues read per repository and run
     # Control comments (`/stop`, `/cancel`, `/pause`, `/resume`) on the issues this machine
     # holds are read at most this often per process (the stop watcher asks every second).
-    control_poll_s: float = Field(60.0, ge=0)
+    control_poll_s: NonNegativeFloat = 60.0
 
     @field_validator("repos")
     @classmethod
