@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fsutil import atomic_write_text, json_files, quarantine
+from worker.lazyimport import lazy
 from worker.models import Outcome, Task
 from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
+_proc = lazy("worker.proc")  # redact(), for replies only: an idle run writes none
 
 # Claim states of a task that ran to an end (not `released`: a stopped task comes back).
 _FINISHED = frozenset({"success", "failure", "waiting", "cancelled"})
@@ -358,7 +360,7 @@ def reply_body(result: TaskResult) -> str:
         lines.append(f"Supervisor: {'; '.join(result.anomalies[:5])}")
     if result.final_text:
         lines += ["", "Agent's last words:", result.final_text[-2000:]]
-    return "\n".join(lines)
+    return _proc.redact("\n".join(lines))  # the agent may have repeated a token it read
 
 
 def _ts(value: datetime | None) -> float:
