@@ -390,7 +390,7 @@ class _TaskRun:
 
     def repeated_error(self, agent: AgentResult, status: StatusBlock) -> TaskResult | None:
         """The same agent error too many times in a row ends the task."""
-        if status.reason_code == "AGENT_ERROR" and agent.exit_code not in (0, None):
+        if status.reason_code == "AGENT_ERROR":  # exit 0 without a result is as broken
             self.same_errors = self.same_errors + 1 if status.reason == self.last_error else 1
             self.last_error = status.reason
         else:
