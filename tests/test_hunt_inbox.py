@@ -93,3 +93,17 @@ def test_a_token_in_the_agents_words_reaches_neither_the_reply_nor_the_database(
         for table in tables:
             for row in store.db.execute(f"SELECT * FROM {table}"):
                 assert TOKEN not in repr(tuple(row)), table
+
+
+def test_a_message_saved_with_a_utf8_byte_order_mark_is_a_task_not_rejected(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """Windows editors and PowerShell 5 (`Out-File -Encoding utf8`) start UTF-8 files with a
+    byte order mark; JSON readers may ignore it (RFC 8259, section 8.1). Such a message is
+    taken and run, not quarantined as "not JSON"."""
+    path = write_message(workspace, "bom")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    report = run_once(load_settings(workspace))
+    assert (report.task_id, report.outcome.value) == ("bom", "success")
+    assert not (workspace / "inbox" / "rejected").exists()
+    assert (workspace / "inbox" / "done" / "bom.json").exists()

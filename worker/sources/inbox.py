@@ -31,7 +31,7 @@ from worker.lazyimport import lazy
 from worker.models import Outcome, Task
 from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
-from worker.sources.message import Message, addressed_messages, outbox
+from worker.sources.message import UTF8_BOM, Message, addressed_messages, outbox
 from worker.store import Store
 from worker.waits.state import file_name
 
@@ -130,7 +130,7 @@ class InboxSource:
     def _read(self, path: Path) -> Message | None:
         """One message file, wherever it is (for `--task-id` and status updates)."""
         try:
-            return Message.model_validate_json(path.read_bytes())
+            return Message.model_validate_json(path.read_bytes().removeprefix(UTF8_BOM))
         except FileNotFoundError:
             return None
         except (OSError, ValidationError) as exc:
