@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from tests.fakes.github_server import FakeGitHub, make_source
 from worker.models import Outcome, TaskResult
+from worker.sources.github.delivery import push_branch
+from worker.sources.github.settings import GitHubSettings
 
 REPO = "acme/app"
 
@@ -56,3 +64,79 @@ def test_the_agents_own_model_key_repeated_in_its_words_never_reaches_the_issue(
     (comment,) = server.comments_of(REPO, 7)
     assert "As asked in the issue" in comment["body"]
     assert key[:12] not in comment["body"] and key[-12:] not in comment["body"]
+
+
+class _Catcher(BaseHTTPRequestHandler):
+    """An HTTP proxy: asks for Basic credentials, refuses tunnels, and keeps what it is sent
+    (the method and any Authorization header) in its server's `seen`."""
+
+    def do_GET(self) -> None:
+        self.server.seen.append((self.command, self.headers.get("Authorization")))  # type: ignore[attr-defined]
+        self.send_response(401 if self.command != "CONNECT" else 403)
+        self.send_header("WWW-Authenticate", 'Basic realm="GitHub"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_CONNECT = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def _proxy() -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Catcher)
+    seen: list[tuple[str, str | None]] = []
+    server.seen = seen  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _workspace(tmp_path: Path, remote: str) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "README.md").write_text("hello\n")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    git(ws, "remote", "add", "origin", remote)
+    return ws
+
+
+TOKEN = "ghs_" + "proxied0token0value000000000000000000"
+
+
+def test_a_remote_the_agent_turned_to_plain_http_never_gets_the_push_token(
+    tmp_path: Path,
+) -> None:
+    """The agent can write `.git/config` (worker's threat model): it points the remote at plain
+    HTTP through its own proxy. The token is not sent in the clear to anyone."""
+    with _proxy() as (proxy, seen):
+        ws = _workspace(tmp_path, "http://github.com/acme/app.git")
+        git(ws, "config", "http.proxy", proxy)
+        error = push_branch(GitHubSettings(), ws, "main", TOKEN)
+    assert error is not None and "http" in error
+    sent = [base64.b64decode(auth.split()[-1]).decode() for _, auth in seen if auth]
+    assert not any(TOKEN in text for text in sent), sent
+
+
+def test_a_proxy_the_agent_wrote_into_git_config_is_not_used_by_the_push(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an https remote the agent names a proxy of its own in `.git/config` (with
+    `http.sslVerify=false` it could read the token in the tunnel): the push reads nothing of
+    that config. The operator's own proxy (`https_proxy`, here another local catcher that
+    refuses the tunnel: nothing leaves the machine) is the one used."""
+    with _proxy() as (operators, by_operator), _proxy() as (agents, by_agent):
+        monkeypatch.setenv("https_proxy", operators)
+        monkeypatch.setenv("HTTPS_PROXY", operators)
+        ws = _workspace(tmp_path, "https://github.com/acme/app.git")
+        git(ws, "config", "http.proxy", agents)
+        git(ws, "config", "http.sslVerify", "false")
+        push_branch(GitHubSettings(), ws, "main", TOKEN)
+    assert by_agent == []
+    assert [method for method, _ in by_operator] == ["CONNECT"]
