@@ -11,9 +11,9 @@ worker's own git calls in the next one. So:
   private folder: it answers only for the expected host, hands out the token once and deletes
   it; the token is never on a command line or in git's environment, so no hook, filter or
   helper the repository names can read it;
-- that push runs from a scratch repository of worker's own (`scratch_push`), never reading the
-  workspace's `.git/config`: a proxy, a certificate authority or an `sshCommand` the agent
-  wrote there never sees the push.
+- that push (https) runs from a scratch repository of worker's own (`scratch_repo`), never
+  reading the workspace's `.git/config`: a proxy or a certificate authority the agent wrote
+  there never sees the token; a remote turned to plain http gets no token at all.
 """
 
 from __future__ import annotations
@@ -88,31 +88,24 @@ def push_credentials(token: str, host: str) -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def scratch_push(
-    workspace: Path, remote: str, branch: str, env: dict[str, str]
-) -> Iterator[tuple[Path, str]]:
-    """A bare repository in a private temporary folder holding `branch` (a local push, no
-    credentials), and the push URL of `remote`: push from there, to that URL."""
-    url = _push_url(workspace, remote, env)
+def scratch_repo(workspace: Path, branch: str, env: dict[str, str]) -> Iterator[Path]:
+    """A bare repository of worker's own, in a private temporary folder, holding `branch` (a
+    local push, no credentials): an authenticated push runs from there."""
     with tempfile.TemporaryDirectory(prefix="worker-push-repo-") as folder:
         scratch = Path(folder)
         init = git_argv("init", "-q", "--bare", str(scratch))
         run_process(init, cwd=scratch, timeout_s=60, env=env)
         local = git_argv("push", "-q", str(scratch), f"{branch}:refs/heads/{branch}")
         run_process(local, cwd=workspace, timeout_s=300, env=env)
-        yield scratch, url
+        yield scratch
 
 
-def _push_url(workspace: Path, remote: str, env: dict[str, str]) -> str:
-    """The URL `git push <remote>` would use; `remote` itself when it is no remote's name (a
-    URL, or a path, taken from the workspace)."""
+def push_url(workspace: Path, remote: str, env: dict[str, str]) -> str:
+    """The URL `git push <remote>` would use (`remote` itself when it names no remote)."""
     found = run_process(
         git_argv("remote", "get-url", "--push", remote), cwd=workspace, timeout_s=60, env=env
     )
-    url = found.stdout.strip() if found.exit_code == 0 and found.stdout.strip() else remote
-    if Path(url).is_absolute() or ":" in url:  # a URL, `host:path`, or an absolute path
-        return url
-    return str((workspace / url).resolve())
+    return found.stdout.strip() if found.exit_code == 0 and found.stdout.strip() else remote
 
 
 def _helper_script(secret: Path, host: str) -> str:
