@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_posix
+from tests.conftest import needs_posix, save_approval_wait
 from worker.config import Settings, load_settings
 from worker.store import Store
 from worker.waits import phase0, record
-from worker.waits.record import save_wait
-from worker.waits.state import WaitState
 
 pytestmark = needs_posix("signatures hold on POSIX only (ctime is a change time there)")
 
@@ -47,20 +44,6 @@ def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     monkeypatch.setattr(record, "_now_ns", lambda: time.time_ns() + int(seconds * 1e9))
 
 
-def _wait(settings: Settings, store: Store, task_id: str, reason: str = "r") -> Path:
-    state = WaitState.model_validate(
-        {
-            "taskId": task_id,
-            "timestamp": datetime.now(UTC).isoformat(),
-            "reason": reason,
-            "waitFor": "an approval",
-            "resumeWhen": "user_approval",
-            "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
-        }
-    )
-    return save_wait(settings, state, store)
-
-
 def _scan(settings: Settings, store: Store) -> phase0.WaitScan:
     phase0._read.clear()  # every call is a run of its own
     return phase0.scan(settings, store)
@@ -71,7 +54,7 @@ def test_a_settled_wait_file_found_as_recorded_is_not_read_again_while_unchanged
 ) -> None:
     with Store(settings.db_path) as store:
         for n in range(3):
-            _wait(settings, store, f"w{n}")
+            save_approval_wait(settings, store, f"w{n}")
         later(monkeypatch, 10)
         assert _scan(settings, store).pending == 3
         assert sorted(reads) == ["w0.json", "w1.json", "w2.json"]
@@ -86,7 +69,7 @@ def test_a_wait_file_edited_in_place_with_its_size_and_mtime_put_back_is_caught(
     """ctime, which no program can set back, shows the edit: the file is read, found
     edited, set aside and written back as recorded."""
     with Store(settings.db_path) as store:
-        path = _wait(settings, store, "w0")
+        path = save_approval_wait(settings, store, "w0")
         later(monkeypatch, 10)
         _scan(settings, store)
         before = path.stat()
@@ -111,7 +94,7 @@ def test_a_wait_file_replaced_by_a_rename_or_a_link_is_read_and_a_link_never_tru
     settings: Settings, reads: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     with Store(settings.db_path) as store:
-        path = _wait(settings, store, "w0")
+        path = save_approval_wait(settings, store, "w0")
         later(monkeypatch, 10)
         _scan(settings, store)
         text = path.read_text(encoding="utf-8")
@@ -138,7 +121,7 @@ def test_a_wait_file_changed_too_recently_is_read_on_every_run(
 ) -> None:
     """Its signature might not move if it changed again within the same clock tick."""
     with Store(settings.db_path) as store:
-        _wait(settings, store, "w0")
+        save_approval_wait(settings, store, "w0")
         _scan(settings, store)
         _scan(settings, store)
     assert reads == ["w0.json", "w0.json"]
@@ -150,10 +133,10 @@ def test_a_wait_saved_again_is_read_again(
     """Saving a wait drops its record's signature, so a file equal to the old text is never
     taken for the new one."""
     with Store(settings.db_path) as store:
-        _wait(settings, store, "w0")
+        save_approval_wait(settings, store, "w0")
         later(monkeypatch, 10)
         _scan(settings, store)
-        _wait(settings, store, "w0", reason="again")
+        save_approval_wait(settings, store, "w0", reason="again")
         row = store.db.execute("SELECT sig FROM wait_records WHERE file = 'w0.json'")
         assert row.fetchone()[0] is None
         later(monkeypatch, 20)
