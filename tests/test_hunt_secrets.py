@@ -1,4 +1,4 @@
-"""Hunted secret leaks: a token the agent repeats reaches no notification."""
+"""Hunted secret leaks: a token the agent repeats reaches no reply, row or notification."""
 
 from __future__ import annotations
 
@@ -51,3 +51,33 @@ def test_a_token_in_the_agents_reason_is_redacted_from_the_telegram_notification
     with Store(settings.db_path) as store:
         rows = store.db.execute("SELECT title, text FROM notify_outbox").fetchall()
     assert rows and all(LEAKED not in f"{title}{text}" for title, text in rows)
+
+
+LEAKED_IN_WORDS = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_a_token_in_the_agents_words_reaches_neither_the_reply_nor_the_database(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """The agent read a token somewhere and repeats it in its last words and its STATUS
+    reason: the sender's reply and every row of the database show it redacted."""
+    fake_claude.answers(
+        {
+            "text": f"I found the token {LEAKED_IN_WORDS} in ~/.netrc.",
+            "status": "success",
+            "reason": LEAKED_IN_WORDS,
+        }
+    )
+    write_message(workspace, "leaky")
+    settings = load_settings(workspace)
+    assert run_once(settings).outcome.value == "success"
+    reply = (workspace / "inbox" / "outbox" / "leaky-success-reply.json").read_text()
+    assert "I found the token" in reply
+    assert LEAKED_IN_WORDS not in reply
+    with Store(settings.db_path) as store:
+        tables = [
+            r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        for table in tables:
+            for row in store.db.execute(f"SELECT * FROM {table}"):
+                assert LEAKED_IN_WORDS not in repr(tuple(row)), table
