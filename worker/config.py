@@ -152,7 +152,7 @@ def load_settings(
         import tomllib  # only with a worker.toml to read
 
         try:
-            data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+            data = tomllib.loads(config_path.read_text(encoding="utf-8-sig"))  # BOM: Windows
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{config_path}: cannot read it: {exc}") from exc
     file_keys = set(data)

@@ -10,7 +10,10 @@ worker's own git calls in the next one. So:
 - `git push` authenticates through a credential helper written for that one push, in a
   private folder: it answers only for the expected host, hands out the token once and deletes
   it; the token is never on a command line or in git's environment, so no hook, filter or
-  helper the repository names can read it.
+  helper the repository names can read it;
+- that push (https) runs from a scratch repository of worker's own (`scratch_repo`), never
+  reading the workspace's `.git/config`: a proxy or a certificate authority the agent wrote
+  there never sees the token; a remote turned to plain http gets no token at all.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker.proc import child_env
+from worker.proc import child_env, run_process
 
 if TYPE_CHECKING:
     from git import Repo
@@ -82,6 +85,27 @@ def push_credentials(token: str, host: str) -> Iterator[list[str]]:
         yield ["-c", "credential.helper=", "-c", f"credential.helper={_quoted(helper)}"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_repo(workspace: Path, branch: str, env: dict[str, str]) -> Iterator[Path]:
+    """A bare repository of worker's own, in a private temporary folder, holding `branch` (a
+    local push, no credentials): an authenticated push runs from there."""
+    with tempfile.TemporaryDirectory(prefix="worker-push-repo-") as folder:
+        scratch = Path(folder)
+        init = git_argv("init", "-q", "--bare", str(scratch))
+        run_process(init, cwd=scratch, timeout_s=60, env=env)
+        local = git_argv("push", "-q", str(scratch), f"{branch}:refs/heads/{branch}")
+        run_process(local, cwd=workspace, timeout_s=300, env=env)
+        yield scratch
+
+
+def push_url(workspace: Path, remote: str, env: dict[str, str]) -> str:
+    """The URL `git push <remote>` would use (`remote` itself when it names no remote)."""
+    found = run_process(
+        git_argv("remote", "get-url", "--push", remote), cwd=workspace, timeout_s=60, env=env
+    )
+    return found.stdout.strip() if found.exit_code == 0 and found.stdout.strip() else remote
 
 
 def _helper_script(secret: Path, host: str) -> str:

@@ -59,7 +59,7 @@ def claims(
     for row in sorted(rows, key=lambda r: r["claimed_at"]):
         detail = json.loads(row["detail"] or "{}")
         if row["source"] == "inbox":
-            files.add(str(detail.get("file") or f"{row['task_id']}.json"))
+            files.add(str(detail.get("held") or detail.get("file") or f"{row['task_id']}.json"))
         out.append(
             {
                 "task_id": row["task_id"],

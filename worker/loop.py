@@ -390,7 +390,9 @@ class _TaskRun:
 
     def repeated_error(self, agent: AgentResult, status: StatusBlock) -> TaskResult | None:
         """The same agent error too many times in a row ends the task."""
-        if status.reason_code == "AGENT_ERROR" and agent.exit_code not in (0, None):
+        # An exit 0 without a result (no_result) is as broken as a non-zero exit.
+        failed = agent.exit_code not in (0, None) or agent.subtype == "no_result"
+        if status.reason_code == "AGENT_ERROR" and failed:
             self.same_errors = self.same_errors + 1 if status.reason == self.last_error else 1
             self.last_error = status.reason
         else:

@@ -31,9 +31,14 @@ log = logging.getLogger(__name__)
 LineHandler = Callable[[str], str | None]
 
 _SECRET_ARG = re.compile(r"(?i)(token|secret|password|api[_-]?key)=\S+")
+# GitHub's tokens, Anthropic's and OpenAI's keys (`sk-proj-...` has underscores), Google's.
 _SECRET_SHAPES = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9-]{20,})"
+    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
+    r"|AIza[A-Za-z0-9_-]{30,})"
 )
+# Variables whose name says they hold a secret: the worker's tokens and the agents' model keys
+# (GEMINI_API_KEY, OPENAI_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, ...), whatever their shape.
+_SECRET_NAME = re.compile(r"(?i)token|secret|password|api_?key")
 _GRACE_S = 3.0
 _POLL_S = 0.2  # how often the watchdog looks at the clock and the stop flag
 
@@ -54,9 +59,8 @@ class ProcResult:
 def redact(text: str) -> str:
     """Hide token-shaped strings and `key=value` secrets from a text meant for logs."""
     text = _SECRET_ARG.sub(lambda m: m.group(0).split("=", 1)[0] + "=***", text)
-    for name in ("GITHUB_TOKEN", "WORKER_GITHUB_TOKEN", "ANTHROPIC_API_KEY"):
-        value = os.environ.get(name)
-        if value and len(value) >= 8:
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_NAME.search(name):
             text = text.replace(value, "***")
     text = redact_url(text)
     return _SECRET_SHAPES.sub("***", text)

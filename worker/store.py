@@ -15,8 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from worker.lazyimport import lazy
+
 if TYPE_CHECKING:
     import sqlite3
+
+_proc = lazy("worker.proc")  # its redact(), for the few rows that carry words from outside
 
 Migration = Callable[["sqlite3.Connection"], None]
 
@@ -250,6 +254,7 @@ class Store:
         return run_id
 
     def finish_run(self, run_id: int, **fields: Any) -> None:
+        _redact(fields, "reason")  # the agent's words, an exception's text
         if self.history is not None:
             self.history.run_finished(run_id, dict(fields))
         fields["ended_at"] = time.time()
@@ -261,6 +266,7 @@ class Store:
             db.execute(f"UPDATE runs SET {columns} WHERE id = ?", (*fields.values(), run_id))
 
     def add_iteration(self, run_id: int, seq: int, **fields: Any) -> None:
+        _redact(fields, "reason")
         names = ["run_id", "seq", *fields]
         marks = ", ".join("?" for _ in names)
         with self.transaction() as db:
@@ -270,6 +276,7 @@ class Store:
             )
 
     def record_decision(self, run_id: int | None, **fields: Any) -> int:
+        _redact(fields, "error")
         if self.history is not None:
             self.history.decision(run_id, dict(fields))
         fields["reason_codes"] = json.dumps(fields.get("reason_codes", []))
@@ -446,6 +453,12 @@ class Store:
                 " updated_at = excluded.updated_at",
                 (key, value, time.time()),
             )
+
+
+def _redact(fields: dict[str, Any], key: str) -> None:
+    """No token reaches the database: one the agent repeated, or one in an error's text."""
+    if fields.get(key):
+        fields[key] = _proc.redact(str(fields[key]))
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:

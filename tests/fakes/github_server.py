@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlencode, urlparse
 
 LIMIT = 5000
 
@@ -376,7 +376,8 @@ class FakeGitHub:
             if (state == "all" or i["state"] == state)
             and all(w in [lb["name"] for lb in i["labels"]] for w in wanted)
         ]
-        return sorted(found, key=lambda i: i["number"], reverse=True)
+        # GitHub's default is newest first; `direction=asc` is oldest first.
+        return sorted(found, key=lambda i: i["number"], reverse=query.get("direction") != "asc")
 
     def _pulls(
         self, method: str, repo: dict[str, Any], query: dict[str, str], body: Any
@@ -434,6 +435,8 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 status, data, extra = fake.handle(self.command, url.path, query, body, login)
                 if fault is not None:
                     status, data, extra = fault.status, fault.answer(), fault.headers
+            if self.command == "GET" and status == 200 and isinstance(data, list):
+                data, extra = _page(data, fake.url + url.path, query, extra)
             payload = b"" if data is None else json.dumps(data).encode()
             etag = '"' + hashlib.sha1(payload).hexdigest() + '"'
             if (
@@ -475,6 +478,20 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
 
     return Handler
+
+
+def _page(
+    items: list[Any], address: str, query: dict[str, str], extra: dict[str, str]
+) -> tuple[list[Any], dict[str, str]]:
+    """One page of a list answer, as GitHub pages them: `per_page` (30 by default, at most
+    100) from `page`, and a `Link: <...>; rel="next"` header while more follow."""
+    per_page = min(100, int(query.get("per_page", 30)))
+    page = int(query.get("page", 1))
+    start = (page - 1) * per_page
+    if start + per_page < len(items):
+        following = urlencode({**query, "page": page + 1})
+        extra = {**extra, "Link": f'<{address}?{following}>; rel="next"'}
+    return items[start : start + per_page], extra
 
 
 def settings_for(server: FakeGitHub, **github: Any) -> dict[str, Any]:

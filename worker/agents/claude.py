@@ -85,7 +85,9 @@ def _exit_failure(result: AgentResult, proc: ProcResult) -> InfraFailure | None:
     """What the exit says when the stream said nothing: plain-text key errors, a crash."""
     if result.subtype != "no_result" or result.usage_limit_hit or result.session_missing:
         return None
-    if proc.timed_out or proc.stopped or proc.not_found or proc.exit_code in (0, None):
+    # Exit 0 too: `claude -p` always ends its stream with a result, so a clean exit without
+    # one is a broken CLI (a wrapper, a stub), not an answer.
+    if proc.timed_out or proc.stopped or proc.not_found or proc.exit_code is None:
         return None
     words = f"{proc.stderr_tail}\n{_plain_text(proc.stdout)}".strip()
     lines = words.splitlines()

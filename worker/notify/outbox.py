@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker.config import Settings
+from worker.lazyimport import lazy
 from worker.store import Store, script
+
+_proc = lazy("worker.proc")  # redact(): the texts carry the agent's words
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,7 @@ def enqueue(
     if event not in settings.notify.events:
         return 0
     added = 0
+    title, text = _proc.redact(title), _proc.redact(text)
     ensure(store)
     with store.transaction() as db:
         for channel in channels(settings):

@@ -27,10 +27,11 @@ from pydantic import ValidationError
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fsutil import atomic_write_text, json_files, quarantine
+from worker.lazyimport import lazy
 from worker.models import Outcome, Task
 from worker.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
-from worker.sources.message import Message, addressed_messages, outbox
+from worker.sources.message import UTF8_BOM, Message, addressed_messages, outbox
 from worker.store import Store
 from worker.waits.state import file_name
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
+_proc = lazy("worker.proc")  # redact(), for replies only: an idle run writes none
 
 # Claim states of a task that ran to an end (not `released`: a stopped task comes back).
 _FINISHED = frozenset({"success", "failure", "waiting", "cancelled"})
@@ -128,7 +130,7 @@ class InboxSource:
     def _read(self, path: Path) -> Message | None:
         """One message file, wherever it is (for `--task-id` and status updates)."""
         try:
-            return Message.model_validate_json(path.read_bytes())
+            return Message.model_validate_json(path.read_bytes().removeprefix(UTF8_BOM))
         except FileNotFoundError:
             return None
         except (OSError, ValidationError) as exc:
@@ -190,13 +192,12 @@ class InboxSource:
         another machine's expired claim would be released with its file stranded there."""
         if self.store is None or self.store.claims is None:
             return True  # one machine: a claim whose file is gone is released all the same
-        detail = json.loads(claim["detail"] or "{}")
-        name = Path(str(detail.get("file") or f"{claim['task_id']}.json")).name
-        return (self.claimed / name).exists()
+        return (self.claimed / held_name(claim)).exists()
 
     def claim(self, task: Task, run_id: int) -> bool:
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
+        held = file_name(task.id)  # one live claim per id: never another claim's file
         try:
             self.claimed.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -213,17 +214,18 @@ class InboxSource:
             os.getpid(),
             self.settings.lease_seconds,
             file=name,
+            held=held,
             run_id=run_id,
             origin=task.ref.get("origin", "inbox"),
         ):
             return False
         try:
             if task.ref.get("origin") == "done":
-                taken = self._fresh_copy(name)  # `--task-id` of a finished message
+                taken = self._fresh_copy(name, held)  # `--task-id` of a finished message
             else:
                 # The rename is the atomic step: of two runs, exactly one moves the file.
-                os.rename(self.root / name, self.claimed / name)
-                taken = self._read(self.claimed / name)
+                os.rename(self.root / name, self.claimed / held)
+                taken = self._read(self.claimed / held)
         except FileNotFoundError:
             self.store.release_claim(task.id, "lost")
             return False
@@ -238,18 +240,19 @@ class InboxSource:
             # A listing older than the folder: the file now holds another message. Put back
             # what we just moved, untouched.
             with contextlib.suppress(FileNotFoundError):
-                os.rename(self.claimed / name, self.root / name)
+                os.rename(self.claimed / held, vacant(self.root, name, task.id))
             self.store.release_claim(task.id, "lost")
             return False
+        task.ref["held"] = held
         return True
 
-    def _fresh_copy(self, name: str) -> Message | None:
+    def _fresh_copy(self, name: str, held: str) -> Message | None:
         """A finished message copied into `claimed/` as unread; `done/` keeps its own."""
         message = self._read(self.done / name)
         if message is None:
             raise FileNotFoundError(self.done / name)
         message.status = "unread"
-        atomic_write_text(self.claimed / name, message.dump())
+        atomic_write_text(self.claimed / held, message.dump())
         return message
 
     def renew(self, task: Task) -> None:
@@ -261,18 +264,19 @@ class InboxSource:
         an expired claim whose file is already where it belongs."""
         assert self.store is not None
         name = task.ref.get("file", f"{task.id}.json")
+        held = self.claimed / task.ref.get("held", name)
         if result.outcome is not Outcome.STOPPED:
             target, state = self.done / file_name(task.id), result.outcome.value
         elif task.ref.get("origin") == "done":
             target, state = None, "released"  # a stopped rerun: done/ keeps the original
         else:
-            target, state = self.root / name, "released"
+            target, state = vacant(self.root, name, task.id), "released"
         try:
             if target is None:
-                os.unlink(self.claimed / name)
+                os.unlink(held)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(self.claimed / name, target)
+                os.replace(held, target)
         except FileNotFoundError:
             log.warning("inbox: claimed message %s vanished before release", name)
         if target is not None and state != "released":
@@ -314,11 +318,31 @@ def give_back(root: Path, claim: dict[str, Any]) -> None:
     copy of a `--task-id` rerun is dropped: the finished message stays in `done/`."""
     detail = json.loads(claim["detail"] or "{}")
     name = Path(str(detail.get("file") or f"{claim['task_id']}.json")).name
+    held = root / "claimed" / held_name(claim)
     with contextlib.suppress(FileNotFoundError):
         if detail.get("origin") == "done":
-            os.unlink(root / "claimed" / name)
+            os.unlink(held)
         else:
-            os.replace(root / "claimed" / name, root / name)
+            os.replace(held, vacant(root, name, claim["task_id"]))
+
+
+def held_name(claim: dict[str, Any]) -> str:
+    """The claimed message's name in `claimed/`: named after its id (older claims kept the
+    name the message came with)."""
+    detail = json.loads(claim["detail"] or "{}")
+    return Path(str(detail.get("held") or detail.get("file") or f"{claim['task_id']}.json")).name
+
+
+def vacant(root: Path, name: str, task_id: str) -> Path:
+    """Where a claimed message goes back into the inbox: under its own name, unless a new
+    message has taken that name meanwhile (never overwritten), then under its id."""
+    for candidate in (name, file_name(task_id)):
+        if not (root / candidate).exists():
+            return root / candidate
+    stem, n = Path(file_name(task_id)).stem, 2
+    while (root / f"{stem}.{n}.json").exists():
+        n += 1
+    return root / f"{stem}.{n}.json"
 
 
 def reply_body(result: TaskResult) -> str:
@@ -336,7 +360,7 @@ def reply_body(result: TaskResult) -> str:
         lines.append(f"Supervisor: {'; '.join(result.anomalies[:5])}")
     if result.final_text:
         lines += ["", "Agent's last words:", result.final_text[-2000:]]
-    return "\n".join(lines)
+    return _proc.redact("\n".join(lines))  # the agent may have repeated a token it read
 
 
 def _ts(value: datetime | None) -> float:

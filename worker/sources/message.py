@@ -29,6 +29,9 @@ from worker.sources.inbox_index import IndexedRead
 from worker.store import Store
 
 _CACHE_MAX_AGE_S = 2.0
+# Windows editors and PowerShell 5 start UTF-8 files with it; JSON readers may ignore it
+# (RFC 8259, section 8.1), so a message saved that way is read as any other.
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 _PRIORITY_WORDS = {"urgent": 0, "critical": 0, "high": 2, "medium": 5, "normal": 5, "low": 8}
@@ -147,7 +150,7 @@ def _read_addressed(
                     others.append(InboxEntry(folder / name, None, _NOT_A_MESSAGE))
                 continue
             try:
-                raw = read_bytes(entry.path)
+                raw = read_bytes(entry.path).removeprefix(UTF8_BOM)
             except FileNotFoundError:
                 continue  # taken by another run meanwhile
             except OSError as exc:

@@ -142,6 +142,22 @@ class GitHubClient:
             self._remember(cache_key, {"etag": etag, "data": response.data})
         return response
 
+    def get_pages(
+        self, path: str, *, params: dict[str, Any], cache_key: str, limit: int
+    ) -> list[Any]:
+        """Up to `limit` items of a list answer, each page a conditional GET (`get`) that
+        follows `Link: rel="next"`: an unchanged page costs no rate limit."""
+        items: list[Any] = []
+        url: str | None = path
+        page = 1
+        while url is not None and len(items) < limit:
+            key = cache_key if page == 1 else f"{cache_key}:page{page}"
+            response = self.get(url, params=params if page == 1 else None, cache_key=key)
+            items += list(response.data or [])
+            match = _NEXT.search(response.headers.get("link", ""))
+            url, page = (match.group(1) if match else None), page + 1
+        return items[:limit]
+
     def paginate(
         self, path: str, *, params: dict[str, Any] | None = None, limit: int = 1000
     ) -> Iterator[dict[str, Any]]:

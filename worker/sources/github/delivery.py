@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from worker.config import Settings
-from worker.gitsafe import git_argv, push_credentials
+from worker.gitsafe import git_argv, push_credentials, push_url, scratch_repo
 from worker.models import Outcome, Task, TaskResult
 from worker.proc import child_env, redact, run_process
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
@@ -129,10 +129,18 @@ def push_branch(
     """Push `branch` to the workspace's remote; returns an error text, None when pushed.
     The token reaches git only through a one-shot credential helper (`worker.gitsafe`)."""
     env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
-    args = ["push", settings.remote, f"{branch}:refs/heads/{branch}"]
+    refspec = f"{branch}:refs/heads/{branch}"
+    url = push_url(workspace, settings.remote, env)
+    if token and url.lower().startswith("http://"):
+        return f"git push {settings.remote} {branch}: refused, the token never goes over http"
     with contextlib.ExitStack() as stack:
-        config = stack.enter_context(push_credentials(token, git_host(settings))) if token else []
-        proc = run_process(git_argv(*config, *args), cwd=workspace, timeout_s=300, env=env)
+        cwd, target, config = workspace, settings.remote, []
+        if token and url.lower().startswith("https://"):
+            # `.git/config` is the agent's to write: the push with the token reads none of it.
+            cwd, target = stack.enter_context(scratch_repo(workspace, branch, env)), url
+            config = stack.enter_context(push_credentials(token, git_host(settings)))
+        args = ["push", target, refspec]
+        proc = run_process(git_argv(*config, *args), cwd=cwd, timeout_s=300, env=env)
     if proc.exit_code == 0:
         return None
     tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]

@@ -98,7 +98,7 @@ class GitHubSource:
     def _list_repo(
         self, repo: str, listing: Listing, pending: set[str] | None = None
     ) -> builtins.list[Task]:
-        response = self.client.get(
+        answer = self.client.get_pages(
             f"/repos/{repo}/issues",
             cache_key=f"issues:{repo}:{self.gh.label}",
             params={
@@ -108,8 +108,9 @@ class GitHubSource:
                 "direction": "asc",
                 "per_page": min(100, self.gh.max_issues),
             },
+            limit=self.gh.max_issues,  # past the first page of 100 when set higher
         )
-        issues: builtins.list[Issue] = [i for i in response.data or [] if isinstance(i, dict)]
+        issues: builtins.list[Issue] = [i for i in answer if isinstance(i, dict)]
         login = self.client.login() if any(i.get("assignees") for i in issues) else None
         found = []
         for issue in issues[: self.gh.max_issues]:

@@ -1,0 +1,83 @@
+"""Hunted secret leaks: a token the agent repeats reaches no reply, row or notification."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.bot_api import FakeBotAPI
+from worker.config import load_settings
+from worker.runner import run_once
+from worker.store import Store
+
+from .conftest import FakeAgent, write_message
+
+BOT_TOKEN = "123456:test-bot-token-xyz"
+LEAKED = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
+
+
+@pytest.fixture
+def bot() -> Iterator[FakeBotAPI]:
+    server = FakeBotAPI(BOT_TOKEN).start()
+    yield server
+    server.stop()
+
+
+def test_a_token_in_the_agents_reason_is_redacted_from_the_telegram_notification(
+    workspace: Path, fake_claude: FakeAgent, bot: FakeBotAPI
+) -> None:
+    """The `done` notification carries the agent's STATUS reason: a token the agent read and
+    repeated there reaches neither the chat nor the notification queue in the database."""
+    (workspace / "worker.toml").write_text(
+        '[notify]\nevents = ["done"]\n'
+        f'[notify.telegram]\nchat_ids = [4242]\napi_base = "{bot.url}"\n',
+        encoding="utf-8",
+    )
+    fake_claude.answers({"status": "success", "reason": f"pushed with {LEAKED}"})
+    write_message(workspace, "notified")
+    settings = load_settings(workspace)
+    assert run_once(settings).outcome.value == "success"
+    (sent,) = bot.sent()
+    assert "pushed with" in sent["text"] and LEAKED not in sent["text"]
+    with Store(settings.db_path) as store:
+        rows = store.db.execute("SELECT title, text FROM notify_outbox").fetchall()
+    assert rows and all(LEAKED not in f"{title}{text}" for title, text in rows)
+
+
+LEAKED_IN_WORDS = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_a_token_in_the_agents_words_reaches_neither_the_reply_nor_the_database(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """The agent read a token somewhere and repeats it in its last words and its STATUS
+    reason: the sender's reply and every row of the database show it redacted."""
+    fake_claude.answers(
+        {
+            "text": f"I found the token {LEAKED_IN_WORDS} in ~/.netrc.",
+            "status": "success",
+            "reason": LEAKED_IN_WORDS,
+        }
+    )
+    write_message(workspace, "leaky")
+    settings = load_settings(workspace)
+    assert run_once(settings).outcome.value == "success"
+    reply = (workspace / "inbox" / "outbox" / "leaky-success-reply.json").read_text()
+    assert "I found the token" in reply
+    assert LEAKED_IN_WORDS not in reply
+    with Store(settings.db_path) as store:
+        tables = [
+            r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        for table in tables:
+            for row in store.db.execute(f"SELECT * FROM {table}"):
+                assert LEAKED_IN_WORDS not in repr(tuple(row)), table
