@@ -40,7 +40,7 @@ def serve_command(
     settings = settings_for(workspace)
     if interval is not None:
         daemon = settings.daemon.model_copy(update={"interval_s": interval})
-        settings = settings.model_copy(update={"daemon": daemon})
+        settings = settings.with_sections(daemon=daemon)
     from worker.daemon.serve import serve
     from worker.notify.telegram import Poller
     from worker.run_report import RunOptions
