@@ -17,8 +17,6 @@ from worker.locking import workspace_lock
 from worker.models import Outcome
 from worker.store import Store
 from worker.waits import authored, intercom, record
-from worker.waits.conditions import allowed_locally
-from worker.waits.expiry import end_wait
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.state import WaitState, file_name, load_wait_state, wait_state_files
 
@@ -173,6 +171,8 @@ def note(
                 f"{task_id} waits for {state.resume_when}, not an approval; "
                 "use `worker intercom send` for a message"
             )
+        from worker.waits.conditions import allowed_locally  # not for `worker status`
+
         if not allowed_locally(state, by, settings):
             raise UsageError(
                 f"{by} is not an allowed approver of {task_id} "
@@ -200,6 +200,8 @@ def cancel(
     settings: Settings, ident: str, reason: str = "", attach: Attach | None = None
 ) -> dict[str, Any]:
     """End a wait as cancelled, reported to its source; its notes are consumed."""
+    from worker.waits.expiry import end_wait  # not for `worker status`
+
     with _run_lock(settings, attach) as store:
         path, state = find(settings, ident)
         why = reason or "cancelled by the local user"
