@@ -125,6 +125,23 @@ NOTHING_TO_DO = (
     "worker.results",
     "worker.kernel.order_file",
 )
+# The sections of the settings that a dry run and `status` never read, made at their first
+# use (worker/config.py), and phase 0's look at the waits' conditions, with none to look at.
+SECTIONS_READ_LATER = (
+    "worker.supervision.settings",
+    "worker.review.settings",
+    "worker.daemon.settings",
+    "worker.fleet.settings",
+    "worker.notify.settings",
+    "worker.retention_settings",
+)
+NO_WAIT_TO_LOOK_AT = (
+    "worker.waits.checking",
+    "worker.waits.builtin",
+    "worker.waits.conditions",
+    "worker.waits.lookups",
+    "worker.waits.expiry",
+)
 KEPT_OFF = {
     "idle run": (
         "tomllib",
@@ -132,6 +149,7 @@ KEPT_OFF = {
         "worker.waits.saving",
         "worker.agents.infra",
         *NOTHING_TO_DO,
+        *NO_WAIT_TO_LOOK_AT,
     ),
     "dry run": (
         "tomllib",
@@ -145,6 +163,8 @@ KEPT_OFF = {
         "worker.costs",
         "sqlite3",
         *NOTHING_TO_DO,
+        *SECTIONS_READ_LATER,
+        *NO_WAIT_TO_LOOK_AT,
     ),
     "status": (
         "tomllib",
@@ -156,6 +176,8 @@ KEPT_OFF = {
         "worker.progress",
         "worker.run_log",
         "sqlite3",
+        *SECTIONS_READ_LATER,
+        *NO_WAIT_TO_LOOK_AT,
     ),
 }
 
@@ -219,7 +241,8 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
     """The inbox message, wait state, note, order file and the model classifier's answer are
     pydantic models built at their first use (`defer_build`), which a dry run and `status`
     with nothing to do never reach. The settings are validated by `Settings`' one validator,
-    sections and defaults included: no section builds a validator of its own."""
+    the sections they read included: no section builds a validator of its own, and those made
+    at their first use (none here) build none either."""
     code = (
         "import sys\n"
         "from worker.cli.app import app\n"
@@ -227,7 +250,7 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
         f"    sys.argv = ['worker', *argv, '--workspace', {str(workspace)!r}]\n"
         "    try:\n        app()\n    except SystemExit:\n        pass\n"
         "from pydantic import BaseModel\n"
-        "from worker.config import Settings\n"
+        "from worker.config import LAZY_SECTIONS, Settings, section_model\n"
         "from worker.kernel.order_file import OrderFile\n"
         "from worker.kernel.replies import _ModelAnswer\n"
         "from worker.sources.message import Message\n"
@@ -239,6 +262,7 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
         "from worker.supervision.settings import PaceSettings, Threshold, ToolSettings\n"
         "parts = [f.annotation for f in Settings.model_fields.values()\n"
         "         if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)]\n"
+        "parts += [section_model(name) for name in LAZY_SECTIONS]\n"
         "parts += [TelegramSettings, WebhookSettings, ReviewerSettings, UrgencyWeights,\n"
         "          PaceSettings, Threshold, ToolSettings]\n"
         "print(len(parts), [m.__name__ for m in models + parts if m.__pydantic_complete__])\n"
@@ -250,11 +274,12 @@ def test_the_sections_validated_as_parts_of_the_settings_are_as_made_by_themselv
     workspace: Path,
 ) -> None:
     """Validating the sections as parts of `Settings`, defaults included, gives what each
-    section gives when made by itself; a worker.toml naming one streak threshold keeps the
-    defaults of the others, and an unknown one is still refused."""
+    section gives when made by itself, as do those made at their first use; a worker.toml
+    naming one streak threshold keeps the defaults of the others, and an unknown one is still
+    refused."""
     from pydantic import BaseModel
 
-    from worker.config import Settings, load_settings
+    from worker.config import LAZY_SECTIONS, Settings, load_settings, section_model
     from worker.errors import ConfigError
     from worker.supervision.settings import SupervisionSettings, Threshold
 
@@ -263,7 +288,7 @@ def test_the_sections_validated_as_parts_of_the_settings_are_as_made_by_themselv
         name: field.annotation
         for name, field in Settings.model_fields.items()
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
-    }
+    } | {name: section_model(name) for name in LAZY_SECTIONS}
     assert len(sections) == 9
     assert {name: getattr(settings, name) for name in sections} == {
         name: section() for name, section in sections.items()

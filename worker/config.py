@@ -171,7 +171,7 @@ class Settings(BaseModel):
     def with_sections(self, **sections: BaseModel) -> "Settings":
         """A copy with these sections (made at their first use) replaced."""
         copy = self.model_copy()
-        copy._sections.update(sections)
+        copy._sections = {**self._sections, **sections}  # a copy shares the original's dict
         return copy
 
 
