@@ -9,8 +9,6 @@ signature, and reads them again only when it changed (`worker.sources.inbox_inde
 that mention us are read whole on every run, so one rewritten in place is never missed.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re

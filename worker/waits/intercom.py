@@ -7,8 +7,6 @@ moved to `rejected/` with `NOTE_UNSIGNED`, as is a note that cannot be read. Wri
 atomic; a note is moved to `done/` once the run that received it has ended.
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import uuid

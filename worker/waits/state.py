@@ -8,12 +8,10 @@ unknown keys are kept. worker writes them, with its record of each, in `worker.w
 a file counts only as recorded there (`worker waits adopt` records one written elsewhere).
 """
 
-from __future__ import annotations
-
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
@@ -95,7 +93,7 @@ class WaitState(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _time_has_moment(self, info: ValidationInfo) -> WaitState:
+    def _time_has_moment(self, info: ValidationInfo) -> Self:
         # Only a `time` wait can lack its moment (its condition was checked above).
         if info.context is not _CHECKED and self.resume_at is None and self.condition == "time":
             validate.check_time_has_moment(self.resume_when, self.resume_at)
