@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -257,3 +258,11 @@ def run_with_real_claude(
         **(env or {}),
     }
     return run_worker(ws, *args, env=full, timeout=timeout)
+
+
+def aged(*paths: Path, seconds: float = 60) -> None:
+    """Date files `seconds` back: a bad inbox message this young is left for its writer to
+    finish (tests/test_hunt2_inbox.py), one older is rejected at once."""
+    then = time.time() - seconds
+    for path in paths:
+        os.utime(path, (then, then))
