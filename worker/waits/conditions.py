@@ -8,6 +8,7 @@ what to consume once the resumed run has ended, and what it ignored and why.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ class Waiting:
     due: bool = True  # a remote look at this wait is allowed this run (recheck interval)
     seen: str | None = None  # the issue's `updated_at` at the last remote look
     checked_at: float = 0.0  # epoch seconds of the last remote look (0: never)
+    trust: str | None = None  # the allow-lists that decide who may answer it (`trust_of`)
     key: str = field(init=False)  # the file's name: what the ledger keeps the wait by
 
     def __post_init__(self) -> None:
@@ -80,6 +82,12 @@ def allowed_locally(state: WaitState, by: str | None, settings: Settings) -> boo
         return True
     listed = state.approvers or settings.waits.approvers
     return not listed or by in listed
+
+
+def trust_of(state: WaitState, settings: Settings) -> str:
+    """The allow-lists that decide who may answer this wait, as one text."""
+    lists = [state.approvers, settings.waits.approvers, settings.github.trusted_users]
+    return json.dumps([sorted(names or []) for names in lists])
 
 
 def clip(text: str) -> str:

@@ -28,7 +28,7 @@ from worker.scheduling import ReadyWait
 from worker.store import Store
 from worker.waits import intercom, record
 from worker.waits.builtin import registry
-from worker.waits.conditions import CheckContext, Verdict, Waiting
+from worker.waits.conditions import CheckContext, Verdict, Waiting, trust_of
 from worker.waits.expiry import expire
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.lookups import Lookups
@@ -197,12 +197,16 @@ def _waitings(
     waits, known = [], {}
     for path, state in live:
         # Its condition is a known one: worker.waits.validate checked it when it was read.
-        wait = Waiting(path, state, state.condition)
+        wait = Waiting(path, state, state.condition, trust=trust_of(state, settings))
         row = rows.get(wait.key)
         if row is not None:
             wait.seen, wait.checked_at = row.seen, row.checked_at
             wait.due = now_s - row.checked_at >= interval
-            if row.answer is not None:
+            if row.answer is not None and row.trust != wait.trust:
+                # Found under other allow-lists: the conditions judge the approver again,
+                # the remote one with a fresh look.
+                wait.seen, wait.due = None, True
+            elif row.answer is not None:
                 known[wait.key] = Verdict(row.answer, list(row.consume), seen=row.seen)
         waits.append(wait)
     return waits, known
@@ -262,6 +266,7 @@ def _remember(
             verdict.answer,
             verdict.consume if verdict.answer is not None else [],
             verdict.seen or wait.seen,
+            wait.trust if verdict.answer is not None else None,
         )
         if old != row:
             if verdict.answer is not None and (old is None or old.answer is None):

@@ -1,0 +1,82 @@
+"""Hunted wait bugs (second round): an approval counts only while its approver is trusted, up
+to the moment the wait resumes. Driven through phase 0 on a real workspace and SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.github_server import FakeGitHub
+from worker.config import load_settings
+from worker.sources.message import write_message as write_inbox
+from worker.store import Store
+from worker.waits import intercom, phase0
+from worker.waits.ledger import Ledger
+
+from .test_waits_conditions import make_wait
+
+REPO = "acme/app"
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+
+
+def _ready(workspace: Path, approvers: list[str]) -> dict[str, str]:
+    settings = load_settings(workspace, waits={"approvers": approvers})
+    with Store(settings.db_path) as store:
+        return {w.task.id: w.answer for w in phase0.scan(settings, store).ready}
+
+
+def _approve_by_note(workspace: Path, task_id: str) -> None:
+    intercom.write_note(load_settings(workspace), task_id, "approval", "go", by="alice")
+
+
+def _approve_by_reply(workspace: Path, task_id: str) -> None:
+    reply = {"id": "r1", "from": "alice", "to": "test-machine", "in_reply_to": task_id}
+    write_inbox(load_settings(workspace).inbox, {**reply, "body": "/approve go"})
+
+
+@pytest.mark.parametrize("approve", [_approve_by_note, _approve_by_reply], ids=["note", "reply"])
+def test_an_approval_found_before_its_approver_lost_trust_does_not_resume_the_wait(
+    workspace: Path, approve: object
+) -> None:
+    """alice (on the approvers list) approves; a run finds the approval but does not resume
+    the wait (it dies, or another ready wait goes first). The operator then takes alice off
+    the list (her account was taken over). The next run must not resume the wait on her word:
+    the approver is checked when the wait resumes, not only when the answer was first seen."""
+    settings = load_settings(workspace, waits={"approvers": ["alice"]})
+    make_wait(settings, "msg-a", "user_approval")
+    approve(workspace, "msg-a")  # type: ignore[operator]
+    assert "Approved by alice" in _ready(workspace, ["alice"])["msg-a"]
+    assert _ready(workspace, ["carol"]) == {}
+    with Store(settings.db_path) as store:
+        codes = [row["code"] for row in Ledger(store).log_of("msg-a")]
+    assert "APPROVER_NOT_ALLOWED" in codes
+
+
+def test_a_github_approval_kept_for_a_wait_is_judged_again_when_the_trusted_list_changes(
+    workspace: Path, fake_github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on GitHub: alice's `/approve` comment is found while she is a trusted user;
+    once the operator drops her from `github.trusted_users`, the kept answer is looked at
+    again (a fresh look at the issue) and refused."""
+    fake_github.add_repo(REPO, {"alice": "write"})
+    fake_github.add_issue(REPO, 12, age_s=7200)
+    monkeypatch.setenv("WORKER_WAITS__RECHECK_INTERVAL_S", "3600")  # no re-look by itself
+    local = {"base_url": fake_github.url, "seconds_between_requests": 0, "retries": 0}
+    settings = load_settings(workspace, github=local)
+    task_id = f"{REPO}#12"
+    ref = {"repo": REPO, "number": 12}
+    make_wait(settings, task_id, "user_approval", source="github", sourceRef=ref)
+    fake_github.add_comment(REPO, 12, "/approve go", login="alice")
+
+    def ready(trusted: list[str]) -> dict[str, str]:
+        settings = load_settings(workspace, github={**local, "trusted_users": trusted})
+        with Store(settings.db_path) as store:
+            return {w.task.id: w.answer for w in phase0.scan(settings, store).ready}
+
+    assert "Approved by alice" in ready(["alice"])[task_id]
+    assert ready(["carol"]) == {}
