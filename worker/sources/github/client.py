@@ -142,31 +142,23 @@ class GitHubClient:
             self._remember(cache_key, {"etag": etag, "data": response.data})
         return response
 
-    def get_pages(
-        self, path: str, *, params: dict[str, Any], cache_key: str, limit: int
-    ) -> list[Any]:
-        """Up to `limit` items of a list answer, each page a conditional GET (`get`) that
-        follows `Link: rel="next"`: an unchanged page costs no rate limit."""
-        items: list[Any] = []
-        url: str | None = path
-        page = 1
-        while url is not None and len(items) < limit:
-            key = cache_key if page == 1 else f"{cache_key}:page{page}"
-            response = self.get(url, params=params if page == 1 else None, cache_key=key)
-            items += list(response.data or [])
-            match = _NEXT.search(response.headers.get("link", ""))
-            url, page = (match.group(1) if match else None), page + 1
-        return items[:limit]
-
     def paginate(
-        self, path: str, *, params: dict[str, Any] | None = None, limit: int = 1000
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        limit: int = 1000,
+        cache_key: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Every item of a list answer, following `Link: rel="next"`, up to `limit` items."""
+        """Every item of a list answer, following `Link: rel="next"`, up to `limit` items.
+        With `cache_key`, each page is a conditional GET (`get`): an unchanged page costs no
+        rate limit."""
         url: str | None = path
         params = {"per_page": 100, **(params or {})}
-        count = 0
+        count, page = 0, 1
         while url is not None:
-            response = self.request("GET", url, params=params)
+            key = f"{cache_key}:page{page}" if cache_key and page > 1 else cache_key
+            response = self.get(url, params=params, cache_key=key)
             if not isinstance(response.data, list | None):
                 raise GitHubError(f"GET {url}: expected a list, got {type(response.data).__name__}")
             for item in response.data or []:
@@ -177,7 +169,7 @@ class GitHubClient:
                 if count >= limit:
                     return
             match = _NEXT.search(response.headers.get("link", ""))
-            url, params = (match.group(1), None) if match else (None, None)
+            url, params, page = (match.group(1) if match else None), None, page + 1
 
     def _once(
         self,
