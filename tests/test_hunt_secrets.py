@@ -81,3 +81,25 @@ def test_a_token_in_the_agents_words_reaches_neither_the_reply_nor_the_database(
         for table in tables:
             for row in store.db.execute(f"SELECT * FROM {table}"):
                 assert LEAKED_IN_WORDS not in repr(tuple(row)), table
+
+
+def test_redaction_hides_secret_variables_but_not_the_places_they_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Any variable named like a secret has its value hidden from every text worker keeps;
+    one that names where a secret lives (`*_PATH`, `*_FILE`, `*_DIR`) is a path, left readable
+    so that an error about that path still says which."""
+    from worker.proc import redact
+
+    monkeypatch.setenv("MISTRAL_API_KEY", "mk-" + "0123456789abcdef")
+    monkeypatch.setenv("SERVICE_PASSWORD", "correct horse battery")
+    monkeypatch.setenv("HF_TOKEN_PATH", "/home/dev/.cache/huggingface/token")
+    monkeypatch.setenv("SECRETS_DIR", "/run/secrets/worker")
+    text = (
+        "key mk-0123456789abcdef, password correct horse battery; "
+        "cannot read /home/dev/.cache/huggingface/token in /run/secrets/worker"
+    )
+    assert redact(text) == (
+        "key ***, password ***; "
+        "cannot read /home/dev/.cache/huggingface/token in /run/secrets/worker"
+    )

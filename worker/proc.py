@@ -39,6 +39,8 @@ _SECRET_SHAPES = re.compile(
 # Variables whose name says they hold a secret: the worker's tokens and the agents' model keys
 # (GEMINI_API_KEY, OPENAI_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, ...), whatever their shape.
 _SECRET_NAME = re.compile(r"(?i)token|secret|password|api_?key")
+# ...but where such a variable names a place (HF_TOKEN_PATH, SECRETS_DIR), its value is no secret.
+_PLACE_NAME = re.compile(r"(?i)_(path|file|dir)$")
 _GRACE_S = 3.0
 _POLL_S = 0.2  # how often the watchdog looks at the clock and the stop flag
 
@@ -60,7 +62,7 @@ def redact(text: str) -> str:
     """Hide token-shaped strings and `key=value` secrets from a text meant for logs."""
     text = _SECRET_ARG.sub(lambda m: m.group(0).split("=", 1)[0] + "=***", text)
     for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name):
+        if len(value) >= 8 and _SECRET_NAME.search(name) and not _PLACE_NAME.search(name):
             text = text.replace(value, "***")
     text = redact_url(text)
     return _SECRET_SHAPES.sub("***", text)
