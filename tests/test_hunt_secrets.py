@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,22 +13,10 @@ from worker.store import Store
 
 from .conftest import FakeAgent, write_message
 
-BOT_TOKEN = "123456:test-bot-token-xyz"
 LEAKED = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
 
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
-
-
-@pytest.fixture
-def bot() -> Iterator[FakeBotAPI]:
-    server = FakeBotAPI(BOT_TOKEN).start()
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def test_a_token_in_the_agents_reason_is_redacted_from_the_telegram_notification(
