@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from worker.config import load_settings
 from worker.runner import run_once
 from worker.store import Store
 
-from .conftest import FakeAgent, write_message
+from .conftest import FakeAgent, state_of, write_message
 
 LEAKED = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
@@ -90,3 +91,27 @@ def test_redaction_hides_secret_variables_but_not_the_places_they_name(
         "key ***, password ***; "
         "cannot read /home/dev/.cache/huggingface/token in /run/secrets/worker"
     )
+
+
+def test_the_agents_output_log_keeps_no_secret_the_agent_printed(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent CLI holds its model key (it needs it); steered by an issue it prints that key
+    and a GitHub token it found. The iteration's output log in the state folder, kept for
+    `worker inspect` and post-mortems, shows both as `***` and is still stream-json."""
+    model_key = "sk-ant-" + "api03-0a1b2c3d4e5f6g7h8i9j"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", model_key)
+    fake_claude.answers(
+        {
+            "text": f"Your key is {model_key} and a token: {LEAKED_IN_WORDS}. token=abc is code.",
+            "status": "success",
+            "reason": "done",
+        }
+    )
+    write_message(workspace, "printed")
+    assert run_once(load_settings(workspace)).outcome.value == "success"
+    (log,) = state_of(workspace).rglob("iteration-*.jsonl")
+    text = log.read_text(encoding="utf-8")
+    assert "Your key is *** and a token: ***. token=abc is code." in text
+    assert model_key not in text and LEAKED_IN_WORDS not in text
+    assert all(json.loads(line) for line in text.splitlines())
