@@ -48,7 +48,7 @@ __all__ = [
     "RateLimitFloor",
     "RequestStats",
     "Response",
-    "label_actor",
+    "label_event",
     "make_client",
     "token_from_env",
 ]
@@ -313,9 +313,31 @@ class GitHubClient:
         role = str(data.get("role_name") or "")
         return role if role in _WRITE_PERMISSIONS else str(data.get("permission") or "none")
 
+    def last_edit(self, repo: str, number: int) -> tuple[str, str] | None:
+        """Who last edited the issue's description and when (an API timestamp); None when
+        nobody did. REST does not say: one GraphQL query (`lastEditedAt`, `editor`)."""
+        owner, name = repo.split("/", 1)
+        query = {"query": _LAST_EDIT, "variables": {"owner": owner, "name": name, "number": number}}
+        answer = self.request("POST", self._requester.graphql_url, body=query).data
+        issue = None
+        if isinstance(answer, dict) and not answer.get("errors"):
+            issue = ((answer.get("data") or {}).get("repository") or {}).get("issue")
+        if not isinstance(issue, dict):
+            problem = answer.get("errors") if isinstance(answer, dict) else answer
+            raise GitHubError(f"GraphQL {repo}#{number}: cannot read its last edit: {problem}")
+        if not issue.get("lastEditedAt"):
+            return None
+        return str((issue.get("editor") or {}).get("login") or ""), str(issue["lastEditedAt"])
+
     def has_write_access(self, repo: str, login: str) -> bool:
         """True when `login` may push to `repo` (admin, maintain or write)."""
         return self.permission(repo, login) in _WRITE_PERMISSIONS
+
+
+_LAST_EDIT = (
+    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, "
+    "name: $name) { issue(number: $number) { lastEditedAt editor { login } } } }"
+)
 
 
 def _object(response: Response, path: str) -> dict[str, Any]:
@@ -325,10 +347,10 @@ def _object(response: Response, path: str) -> dict[str, Any]:
     return response.data
 
 
-def label_actor(events: list[dict[str, Any]], label: str) -> str | None:
-    """Who applied `label` last (from an issue's events), or None when nobody did."""
-    actor = None
+def label_event(events: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
+    """The last event that applied `label` (from an issue's events), None when none did."""
+    found = None
     for event in events:
         if event.get("event") == "labeled" and (event.get("label") or {}).get("name") == label:
-            actor = (event.get("actor") or {}).get("login")
-    return actor
+            found = event
+    return found
