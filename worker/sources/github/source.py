@@ -113,7 +113,7 @@ class GitHubSource:
         issues: builtins.list[Issue] = list(answer)
         login = self.client.login() if any(i.get("assignees") for i in issues) else None
         found = []
-        for issue in issues[: self.gh.max_issues]:
+        for issue in issues:
             try:
                 task = issue_task(repo, issue)
                 code, detail = self._verdict(repo, issue, task, login, pending or set())
