@@ -122,6 +122,28 @@ def fake_github(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.fixture
+def only_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No reviewer agents and no fallback maintenance task: a run does what the test queued.
+    A module uses it with `pytestmark = pytest.mark.usefixtures("only_the_task")`."""
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+
+
+BOT_TOKEN = "123456:test-bot-token-xyz"
+
+
+@pytest.fixture
+def bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A local Telegram Bot API on 127.0.0.1, its token (`BOT_TOKEN`) in the environment."""
+    from tests.fakes.bot_api import FakeBotAPI
+
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
+    server = FakeBotAPI(BOT_TOKEN).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A workspace whose inbox is `ws/inbox`, where the suite's tests write their messages.
     An inbox inside the working tree must be allowed explicitly; the default (outside it) and

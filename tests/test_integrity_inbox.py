@@ -26,11 +26,7 @@ from worker.store import Store
 
 from .conftest import FakeAgent, aged, needs_posix, run_worker, state_of, write_message
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def test_a_new_message_reusing_a_finished_ones_file_name_runs_and_its_sender_is_answered(

@@ -13,11 +13,7 @@ import pytest
 
 from .conftest import FakeAgent, aged, run_worker, state_of, write_message
 
-
-@pytest.fixture(autouse=True)
-def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _orders(ws: Path) -> list[dict[str, str]]:

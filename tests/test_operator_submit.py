@@ -18,11 +18,7 @@ from worker.sources.message import Message
 
 from .conftest import FakeAgent, aged, run_worker, write_message
 
-
-@pytest.fixture(autouse=True)
-def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _submit(cli: CliRunner, ws: Path, *args: str, stdin: str | None = None) -> str:

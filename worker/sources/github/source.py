@@ -98,7 +98,7 @@ class GitHubSource:
     def _list_repo(
         self, repo: str, listing: Listing, pending: set[str] | None = None
     ) -> builtins.list[Task]:
-        answer = self.client.get_pages(
+        answer = self.client.paginate(
             f"/repos/{repo}/issues",
             cache_key=f"issues:{repo}:{self.gh.label}",
             params={
@@ -110,10 +110,10 @@ class GitHubSource:
             },
             limit=self.gh.max_issues,  # past the first page of 100 when set higher
         )
-        issues: builtins.list[Issue] = [i for i in answer if isinstance(i, dict)]
+        issues: builtins.list[Issue] = list(answer)
         login = self.client.login() if any(i.get("assignees") for i in issues) else None
         found = []
-        for issue in issues[: self.gh.max_issues]:
+        for issue in issues:
             try:
                 task = issue_task(repo, issue)
                 code, detail = self._verdict(repo, issue, task, login, pending or set())
