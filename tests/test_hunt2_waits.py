@@ -3,6 +3,8 @@ to the moment the wait resumes. Driven through phase 0 on a real workspace and S
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,44 @@ def test_a_github_approval_kept_for_a_wait_is_judged_again_when_the_trusted_list
 
     assert "Approved by alice" in ready(["alice"])[task_id]
     assert ready(["carol"]) == {}
+
+
+def _edit_comment(server: FakeGitHub, comment_id: int, body: str) -> None:
+    """PATCH the comment through the API, as a collaborator with write access may."""
+    server.tokens["bobs-token"] = "bob"
+    request = urllib.request.Request(
+        f"{server.url}/repos/{REPO}/issues/comments/{comment_id}",
+        data=json.dumps({"body": body}).encode(),
+        method="PATCH",
+        headers={"Authorization": "token bobs-token", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as answer:
+        assert answer.status == 200
+
+
+def test_a_trusted_persons_comment_edited_into_an_approval_approves_nothing(
+    workspace: Path, fake_github: FakeGitHub
+) -> None:
+    """Only alice may approve. alice comments a question; bob (write access, so he may edit
+    any comment of the repository, but not on the list) edits her comment into `/approve`.
+    The comment still reads as alice's: an edited comment is no approval (it is logged, and
+    alice can approve with a new comment)."""
+    fake_github.add_repo(REPO, {"alice": "write", "bob": "write"})
+    fake_github.add_issue(REPO, 12, age_s=7200)
+    local = {"base_url": fake_github.url, "seconds_between_requests": 0, "retries": 0}
+    waits = {"approvers": ["alice"], "recheck_interval_s": 0}
+    settings = load_settings(workspace, github=local, waits=waits)
+    task_id = f"{REPO}#12"
+    make_wait(
+        settings, task_id, "user_approval", source="github", sourceRef={"repo": REPO, "number": 12}
+    )
+    question = fake_github.add_comment(REPO, 12, "Which branch?", login="alice", age_s=30)
+    _edit_comment(fake_github, question["id"], "/approve ship it")
+    with Store(settings.db_path) as store:
+        assert phase0.scan(settings, store).ready == []
+        codes = [row["code"] for row in Ledger(store).log_of(task_id)]
+    assert "APPROVAL_EDITED" in codes
+    fake_github.add_comment(REPO, 12, "/approve yes", login="alice")
+    with Store(settings.db_path) as store:
+        (ready,) = phase0.scan(settings, store).ready
+    assert ready.answer.startswith("Approved by alice") and "yes" in ready.answer

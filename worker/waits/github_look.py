@@ -26,6 +26,9 @@ class Comment:
     body: str
     created_at: datetime
     url: str = ""
+    # Changed since it was written: by its author, or by anyone with write access to the
+    # repository, who can edit any comment there while it still reads as the author's.
+    edited: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class ClientLook:
                 i.get("body") or "",
                 parse(i["created_at"]),
                 i.get("html_url", ""),
+                parse(i.get("updated_at") or i["created_at"]) > parse(i["created_at"]),
             )
             for i in items
         ]

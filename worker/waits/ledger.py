@@ -34,6 +34,7 @@ class WaitCode(StrEnum):
     ANSWER_CONSUMED = "ANSWER_CONSUMED"
     APPROVER_NOT_ALLOWED = "APPROVER_NOT_ALLOWED"
     APPROVAL_BEFORE_WAIT = "APPROVAL_BEFORE_WAIT"
+    APPROVAL_EDITED = "APPROVAL_EDITED"  # a comment edited into `/approve`: maybe not its author's
     NOTE_REJECTED = "NOTE_REJECTED"
     APPROVAL_NOTED = "APPROVAL_NOTED"  # written by `worker waits approve|reject`
     MESSAGE_NOTED = "MESSAGE_NOTED"  # written by `worker intercom send`
