@@ -152,8 +152,11 @@ class GitHubControl:
                 continue  # before the claim or the wait: not about this run
             login = str((item.get("user") or {}).get("login") or "")
             order, text = found
+            # Anyone with write access may edit a comment: an edited one is nobody's order.
+            edited = str(item.get("updated_at") or "") > str(item.get("created_at"))
             trusted = (
                 bool(login)
+                and not edited
                 and self._trusted(client, stake.repo, login)
                 and control.may_order(order, login, self.settings.waits.approvers)
             )
