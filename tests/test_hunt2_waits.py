@@ -123,3 +123,33 @@ def test_a_trusted_persons_comment_edited_into_an_approval_approves_nothing(
     with Store(settings.db_path) as store:
         (ready,) = phase0.scan(settings, store).ready
     assert ready.answer.startswith("Approved by alice") and "yes" in ready.answer
+
+
+def test_an_approval_met_by_a_secondary_rate_limit_is_read_again_not_refused(
+    workspace: Path, fake_github: FakeGitHub
+) -> None:
+    """alice (write access) approves with a comment. When phase 0 asks GitHub whether she may
+    approve, GitHub answers 403 "secondary rate limit" with a Retry-After longer than worker
+    waits. That is no "she may not": the wait is not refused on it (before, the approval was
+    logged as APPROVER_NOT_ALLOWED and never read again); the next look finds it."""
+    fake_github.add_repo(REPO, {"alice": "write"})
+    fake_github.add_issue(REPO, 12, age_s=7200)
+    fake_github.fail(
+        "GET",
+        r"/collaborators/alice/permission$",
+        403,
+        headers={"Retry-After": "3600"},
+        message="You have exceeded a secondary rate limit. Please retry later.",
+    )
+    local = {"base_url": fake_github.url, "seconds_between_requests": 0, "retries": 1}
+    settings = load_settings(workspace, github=local, waits={"recheck_interval_s": 0})
+    task_id = f"{REPO}#12"
+    ref = {"repo": REPO, "number": 12}
+    make_wait(settings, task_id, "user_approval", age_s=600, source="github", sourceRef=ref)
+    fake_github.add_comment(REPO, 12, "/approve go", login="alice", age_s=120)
+    with Store(settings.db_path) as store:
+        assert phase0.scan(settings, store).ready == []
+        codes = [row["code"] for row in Ledger(store).log_of(task_id)]
+        assert "APPROVER_NOT_ALLOWED" not in codes and "WAIT_CHECK_FAILED" in codes
+        (ready,) = phase0.scan(settings, store).ready
+    assert ready.answer.startswith("Approved by alice")

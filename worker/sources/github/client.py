@@ -307,7 +307,7 @@ class GitHubClient:
             path = f"/repos/{repo}/collaborators/{quote(login)}/permission"
             data = _object(self.request("GET", path), path)
         except GitHubError as exc:
-            if exc.status in (403, 404):
+            if exc.status in (403, 404) and not exc.rate_limited:  # a limit is no "no"
                 return "none"
             raise
         role = str(data.get("role_name") or "")
