@@ -35,7 +35,6 @@ class Waiting:
     due: bool = True  # a remote look at this wait is allowed this run (recheck interval)
     seen: str | None = None  # the issue's `updated_at` at the last remote look
     checked_at: float = 0.0  # epoch seconds of the last remote look (0: never)
-    trust: str | None = None  # the allow-lists that decide who may answer it (`trust_of`)
     key: str = field(init=False)  # the file's name: what the ledger keeps the wait by
 
     def __post_init__(self) -> None:

@@ -101,7 +101,7 @@ def _v4(db: sqlite3.Connection) -> None:
 
 
 def _v5(db: sqlite3.Connection) -> None:
-    """The allow-lists an answer was found under (`worker.waits.phase0.trust_of`): an answer
+    """The allow-lists an answer was found under (`worker.waits.conditions.trust_of`): an answer
     kept while they change is checked again, so an approver taken off a list approves nothing."""
     db.execute("ALTER TABLE wait_checks ADD COLUMN trust TEXT")
 

@@ -95,7 +95,7 @@ def scan(
             for wait, verdict in zip(mine, condition.check(ctx, mine), strict=True):
                 verdicts[wait.key] = verdict
     if ledger is not None:
-        _remember(ledger, waits, verdicts, rows, stamps, now)
+        _remember(ledger, waits, verdicts, rows, stamps, now, settings)
     for wait in waits:
         verdict = verdicts.get(wait.key) or Verdict()
         if verdict.answer is None:
@@ -197,12 +197,12 @@ def _waitings(
     waits, known = [], {}
     for path, state in live:
         # Its condition is a known one: worker.waits.validate checked it when it was read.
-        wait = Waiting(path, state, state.condition, trust=trust_of(state, settings))
+        wait = Waiting(path, state, state.condition)
         row = rows.get(wait.key)
         if row is not None:
             wait.seen, wait.checked_at = row.seen, row.checked_at
             wait.due = now_s - row.checked_at >= interval
-            if row.answer is not None and row.trust != wait.trust:
+            if row.answer is not None and row.trust != trust_of(state, settings):
                 # Found under other allow-lists: the conditions judge the approver again,
                 # the remote one with a fresh look.
                 wait.seen, wait.due = None, True
@@ -248,6 +248,7 @@ def _remember(
     rows: dict[str, CheckRow],
     stamps: dict[str, str],
     now: datetime,
+    settings: Settings,
 ) -> None:
     changed = []
     for wait in waits:
@@ -266,7 +267,7 @@ def _remember(
             verdict.answer,
             verdict.consume if verdict.answer is not None else [],
             verdict.seen or wait.seen,
-            wait.trust if verdict.answer is not None else None,
+            trust_of(wait.state, settings) if verdict.answer is not None else None,
         )
         if old != row:
             if verdict.answer is not None and (old is None or old.answer is None):
