@@ -18,8 +18,8 @@ from worker.models import Task
 from worker.sources.github.settings import GitHubSettings
 
 SOURCE = "github"
-# Finished issues keep the trigger label and stay open until someone closes them: up to this
-# many of them are read past in a listing, besides the `max_issues` that may be work.
+# Finished and waiting issues keep the trigger label and stay open: up to this many of them
+# are read past in a listing, besides the `max_issues` that may be work.
 FINISHED_READ = 1000
 # Compiled at their first use (`re`'s own cache): runs without GitHub never read them.
 _AGENT = r"(?im)^[\s>*_-]*agent[*_]*\s*:[*_\s]*(?P<value>[^\n]*?)[*_\s]*$"
@@ -108,8 +108,9 @@ def priority_of(labels: list[str]) -> int:
 
 def up_to_max(issues: Iterable[dict[str, Any]], settings: GitHubSettings) -> list[dict[str, Any]]:
     """The listing's issues until `max_issues` of them may be work: one with an end-state
-    label is read past, not counted, so finished issues (oldest first) never hide new work."""
-    ends = {settings.done_label, settings.failed_label}
+    label (done, failed, waiting) is read past, not counted, so finished issues (oldest first)
+    never hide new work."""
+    ends = {settings.done_label, settings.failed_label, settings.waiting_label}
     out, counted = [], 0
     for issue in issues:
         out.append(issue)
