@@ -116,9 +116,8 @@ class Settings(BaseModel):
     github: GitHubSettings = Field(default_factory=dict, validate_default=True)
     waits: WaitSettings = Field(default_factory=dict, validate_default=True)
     # The sections a dry run and `status` never read: their models are imported and built
-    # at their first read, which took about 50 million instructions (twice what a dry run
-    # reads of the settings) from every start. The same keys, checks and errors as fields
-    # (`load_settings`).
+    # at their first read: building them with the rest took about 50 million instructions
+    # of every start. The same keys, checks and errors as fields (`load_settings`).
     supervision: ClassVar[_Section["SupervisionSettings"]] = _Section()
     review: ClassVar[_Section["ReviewSettings"]] = _Section()
     daemon: ClassVar[_Section["DaemonSettings"]] = _Section()
