@@ -9,18 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from worker.cli.app import app
 from worker.config import load_settings
 from worker.runner import run_once
 from worker.sources import message as inbox_read
 
 from .conftest import FakeAgent
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _message(msg_id: str) -> bytes:
@@ -64,3 +62,19 @@ def test_a_bad_message_older_than_a_writer_takes_is_still_quarantined_with_its_r
     assert (report.task_id, report.outcome.value) == ("good", "success")
     reason = (workspace / "inbox" / "rejected" / "bad.json.reason.txt").read_text()
     assert "invalid message" in reason
+
+
+def test_a_message_marked_unread_in_any_case_runs_and_one_already_read_is_listed_as_passed_over(
+    workspace: Path, fake_claude: FakeAgent, cli: CliRunner
+) -> None:
+    """A person writing a message by hand may type `"status": "Unread"`: it is unread. One of
+    ours with another status is left where it is, and `worker queue` says why."""
+    for msg_id, status in (("by-hand", "Unread"), ("seen", "read")):
+        data = json.loads(_message(msg_id))
+        (workspace / "inbox" / f"{msg_id}.json").write_text(json.dumps({**data, "status": status}))
+    queue = cli.invoke(app, ["queue", "--workspace", str(workspace)])
+    assert queue.exit_code == 0, queue.output
+    assert "seen\tinbox\t\tpassed over: its status is not `unread`: read" in queue.stdout
+    report = run_once(load_settings(workspace))
+    assert report.task_id == "by-hand" and report.outcome.value == "success"
+    assert (workspace / "inbox" / "seen.json").exists()

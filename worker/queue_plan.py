@@ -93,4 +93,5 @@ _SKIPPED = {
     "CONTROL_NOT_TASK": "an order (stop, cancel, pause, resume), not a task",
     "MESSAGE_REJECTED": "the message cannot be read",
     "MESSAGE_INCOMPLETE": "the message is still being written (read again by a later run)",
+    "MESSAGE_NOT_UNREAD": "its status is not `unread`",
 }

@@ -91,7 +91,8 @@ class InboxSource:
                 continue
             if message.to not in (self.settings.machine_id, "all"):
                 continue
-            if message.status != "unread":
+            if message.status.strip().lower() != "unread":  # "Unread" by hand is unread too
+                listing.skipped.append(Skipped(message.id, "MESSAGE_NOT_UNREAD", message.status))
                 continue
             if message.in_reply_to or self._answers_a_wait(message):
                 # A reply belongs to the task it answers (a wait state), not a new task.
