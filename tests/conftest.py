@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -118,6 +119,28 @@ def fake_github(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     fake.add_repo(GITHUB_REPO, {"maintainer": "write"})
     yield fake
     fake.stop()
+
+
+@pytest.fixture
+def only_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No reviewer agents and no fallback maintenance task: a run does what the test queued.
+    A module uses it with `pytestmark = pytest.mark.usefixtures("only_the_task")`."""
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+
+
+BOT_TOKEN = "123456:test-bot-token-xyz"
+
+
+@pytest.fixture
+def bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A local Telegram Bot API on 127.0.0.1, its token (`BOT_TOKEN`) in the environment."""
+    from tests.fakes.bot_api import FakeBotAPI
+
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
+    server = FakeBotAPI(BOT_TOKEN).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -257,3 +280,11 @@ def run_with_real_claude(
         **(env or {}),
     }
     return run_worker(ws, *args, env=full, timeout=timeout)
+
+
+def aged(*paths: Path, seconds: float = 60) -> None:
+    """Date files `seconds` back: a bad inbox message this young is left for its writer to
+    finish (tests/test_hunt2_inbox.py), one older is rejected at once."""
+    then = time.time() - seconds
+    for path in paths:
+        os.utime(path, (then, then))

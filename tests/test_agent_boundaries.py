@@ -19,11 +19,7 @@ from worker.runner import RunOptions, RunReport, run_once
 from worker.store import Store
 from worker.waits.ledger import Ledger
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def run(ws: Path, **options: Any) -> RunReport:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.orphans import end_orphans, start_time
+from worker.orphans import end_orphans, lapse_dead_claims, start_time
 from worker.store import Store
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
@@ -59,3 +59,30 @@ def test_the_agent_of_a_live_worker_or_another_machine_is_left_alone(
         store.note_agent("other", sleeper.pid, start_time(sleeper.pid))
         assert end_orphans(store, "m") == []
     assert sleeper.poll() is None
+
+
+def test_the_lease_of_a_dead_run_ends_now_and_only_that_one(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """A run killed (or lost with the machine) leaves its claim: its lease ends at once, so
+    the task comes back in this run, not an hour later. A live holder, another machine's
+    claim and a claim already over are left as they are."""
+    with Store(tmp_path / "w.db") as store:
+        store.claim("dead", "inbox", "m", _dead_pid(), 3600)
+        store.claim("live", "inbox", "m", sleeper.pid, 3600)
+        store.claim("other", "inbox", "elsewhere", _dead_pid(), 3600)
+        assert lapse_dead_claims(store, "m") == ["dead"]
+        assert [c["task_id"] for c in store.expired_claims()] == ["dead"]
+        assert lapse_dead_claims(store, "m") == []  # once
+
+
+def test_a_pid_used_again_after_a_restart_is_not_the_run_that_claimed(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """After a reboot the recorded pid may belong to a process started since the claim
+    (here: the claim is dated before the sleeper started): the claim's run is gone."""
+    with Store(tmp_path / "w.db") as store:
+        store.claim("before-reboot", "inbox", "m", sleeper.pid, 3600)
+        store.db.execute("UPDATE claims SET claimed_at = claimed_at - 600")
+        store.db.commit()
+        assert lapse_dead_claims(store, "m") == ["before-reboot"]

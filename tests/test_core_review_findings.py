@@ -14,7 +14,7 @@ from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.runner import RunOptions, run_once
 
-from .conftest import FakeAgent, write_message
+from .conftest import FakeAgent, aged, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -136,6 +136,7 @@ def test_control_characters_in_a_message_id_or_sender_reject_it(
     (workspace / "inbox" / "evil2.json").write_text(
         json.dumps({"id": "evil2\n# x", "from": "bob", "to": "all", "status": "unread"})
     )
+    aged(workspace / "inbox" / "evil.json", workspace / "inbox" / "evil2.json")
     assert run(workspace).outcome.value == "idle"
     rejected = workspace / "inbox" / "rejected"
     assert sorted(p.name for p in rejected.glob("*.json")) == ["evil.json", "evil2.json"]

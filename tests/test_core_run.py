@@ -14,7 +14,7 @@ from worker.errors import ConfigError
 from worker.platform.process import alive  # a zombie (killed, not yet reaped) is dead
 from worker.runner import RunOptions, run_once
 
-from .conftest import FakeAgent, needs_posix, write_message
+from .conftest import FakeAgent, aged, needs_posix, write_message
 
 
 @pytest.fixture(autouse=True)
@@ -234,6 +234,7 @@ def test_corrupt_message_is_moved_aside_and_the_run_goes_on(
 ) -> None:
     (workspace / "inbox" / "bad.json").write_text('{"id": "bad", "to": "all", ')
     (workspace / "inbox" / "bad2.json").write_text(json.dumps({"id": "../x", "to": "all"}))
+    aged(workspace / "inbox" / "bad.json", workspace / "inbox" / "bad2.json")
     write_message(workspace, "good")
     report = run(workspace)
     assert report.task_id == "good" and report.outcome.value == "success"

@@ -31,7 +31,7 @@ from worker.modes import load_modes
 from worker.sources.message import Message
 from worker.waits.service import list_waits
 
-from .conftest import needs_posix
+from .conftest import aged, needs_posix
 
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),
@@ -139,6 +139,7 @@ def test_a_fuzzed_message_is_run_left_or_set_aside_and_the_good_one_runs(raw: by
         inbox = ws / "inbox"
         drop_messages(inbox, ["good"])
         (inbox / "zz-fuzzed.json").write_bytes(raw)
+        aged(inbox / "zz-fuzzed.json")
         drain(settings_of(ws), max_runs=6)
         assert (inbox / "done" / "good.json").exists()
         assert not list((inbox / "claimed").glob("*")), "nothing stranded"

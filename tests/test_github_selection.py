@@ -20,7 +20,10 @@ def server(fake_github: FakeGitHub) -> FakeGitHub:
 
 
 def writes(server: FakeGitHub) -> list[str]:
-    return [f"{e.method} {e.path}" for e in server.log if e.method != "GET"]
+    """Every request that changes something (a GraphQL query reads: it is a POST too)."""
+    return [
+        f"{e.method} {e.path}" for e in server.log if e.method != "GET" and e.path != "/graphql"
+    ]
 
 
 def test_label_agent_field_and_priority_select_and_order(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from worker.gitsafe import git_argv, push_credentials
+from worker.gitsafe import git_argv, push_credentials, scratch_repo
 from worker.sources.github.delivery import git_host, push_branch
 from worker.sources.github.settings import GitHubSettings
 
@@ -69,3 +69,72 @@ def test_a_planted_pre_push_hook_does_not_run_on_worker_push(
     assert not dump.exists()
     git(ws, "push", "-q", "origin", "main:other")  # the hook is real: plain git runs it
     assert dump.exists()
+
+
+def _history(ws: Path, commits: int) -> None:
+    git(ws, "init", "-q", "-b", "main")
+    for n in range(commits):
+        (ws / "file.txt").write_text(f"version {n}\n")
+        git(ws, "add", "-A")
+        git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"c{n}")
+
+
+def _objects_in(repo: Path) -> list[Path]:
+    """Loose objects and packs stored in `repo` itself (not borrowed through alternates)."""
+    objects = repo / "objects"
+    return [p for p in objects.rglob("*") if p.is_file() and p.parent.name != "info"]
+
+
+def test_the_scratch_repository_borrows_the_workspace_objects_and_copies_none(
+    tmp_path: Path,
+) -> None:
+    """The authenticated push runs from a scratch repository: it holds the branch at the
+    workspace's commit and pushes the whole history, yet stores no object of its own."""
+    ws, origin = tmp_path / "ws", tmp_path / "origin.git"
+    ws.mkdir()
+    _history(ws, 5)
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    with scratch_repo(ws, "main", dict(os.environ)) as scratch:
+        assert _objects_in(scratch) == []
+        assert git(scratch, "rev-parse", "refs/heads/main") == git(ws, "rev-parse", "main")
+        git(scratch, "push", "-q", str(origin), "main:refs/heads/main")
+    assert git(origin, "rev-list", "--count", "main").strip() == "5"
+    assert not scratch.exists()
+
+
+def test_a_shallow_workspace_pushes_its_new_commit_through_the_scratch_repository(
+    tmp_path: Path,
+) -> None:
+    """A workspace cloned with `--depth 1` lacks the older history: the scratch repository
+    keeps the workspace's shallow boundary, so the push sends only the new commit."""
+    upstream, origin, ws = tmp_path / "upstream", tmp_path / "origin.git", tmp_path / "ws"
+    upstream.mkdir()
+    _history(upstream, 3)
+    git(tmp_path, "clone", "-q", "--bare", str(upstream), str(origin))
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(ws))
+    (ws / "new.txt").write_text("agent's work\n")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "work")
+    git(ws, "branch", "agent/work")
+    with scratch_repo(ws, "agent/work", dict(os.environ)) as scratch:
+        git(scratch, "push", "-q", str(origin), "agent/work:refs/heads/agent/work")
+    assert git(origin, "rev-parse", "agent/work") == git(ws, "rev-parse", "HEAD")
+    assert git(origin, "rev-list", "--count", "agent/work").strip() == "4"
+
+
+def test_a_branch_that_is_no_commit_leaves_the_scratch_repository_empty(tmp_path: Path) -> None:
+    """The push from there then fails naming the branch, rather than pushing something else."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _history(ws, 1)
+    with scratch_repo(ws, "no-such-branch", dict(os.environ)) as scratch:
+        refs = git(scratch, "for-each-ref")
+        pushed = subprocess.run(
+            ["git", "push", str(tmp_path), "no-such-branch"],
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert refs == ""
+    assert pushed.returncode != 0 and "no-such-branch" in pushed.stderr

@@ -12,11 +12,7 @@ from worker.store import Store
 
 from .conftest import FakeAgent, write_message
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def test_a_cli_that_exits_0_with_no_output_costs_three_calls_and_says_so(

@@ -16,11 +16,7 @@ from worker.store import Store
 
 from .conftest import FakeAgent, write_message
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _drop(workspace: Path, msg_id: str, name: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
 from pathlib import Path
 
 import pytest
@@ -12,24 +12,12 @@ from worker.config import load_settings
 from worker.runner import run_once
 from worker.store import Store
 
-from .conftest import FakeAgent, write_message
+from .conftest import FakeAgent, state_of, write_message
 
-BOT_TOKEN = "123456:test-bot-token-xyz"
 LEAKED = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
 
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
-
-
-@pytest.fixture
-def bot() -> Iterator[FakeBotAPI]:
-    server = FakeBotAPI(BOT_TOKEN).start()
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def test_a_token_in_the_agents_reason_is_redacted_from_the_telegram_notification(
@@ -81,3 +69,49 @@ def test_a_token_in_the_agents_words_reaches_neither_the_reply_nor_the_database(
         for table in tables:
             for row in store.db.execute(f"SELECT * FROM {table}"):
                 assert LEAKED_IN_WORDS not in repr(tuple(row)), table
+
+
+def test_redaction_hides_secret_variables_but_not_the_places_they_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Any variable named like a secret has its value hidden from every text worker keeps;
+    one that names where a secret lives (`*_PATH`, `*_FILE`, `*_DIR`) is a path, left readable
+    so that an error about that path still says which."""
+    from worker.proc import redact
+
+    monkeypatch.setenv("MISTRAL_API_KEY", "mk-" + "0123456789abcdef")
+    monkeypatch.setenv("SERVICE_PASSWORD", "correct horse battery")
+    monkeypatch.setenv("HF_TOKEN_PATH", "/home/dev/.cache/huggingface/token")
+    monkeypatch.setenv("SECRETS_DIR", "/run/secrets/worker")
+    text = (
+        "key mk-0123456789abcdef, password correct horse battery; "
+        "cannot read /home/dev/.cache/huggingface/token in /run/secrets/worker"
+    )
+    assert redact(text) == (
+        "key ***, password ***; "
+        "cannot read /home/dev/.cache/huggingface/token in /run/secrets/worker"
+    )
+
+
+def test_the_agents_output_log_keeps_no_secret_the_agent_printed(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent CLI holds its model key (it needs it); steered by an issue it prints that key
+    and a GitHub token it found. The iteration's output log in the state folder, kept for
+    `worker inspect` and post-mortems, shows both as `***` and is still stream-json."""
+    model_key = "sk-ant-" + "api03-0a1b2c3d4e5f6g7h8i9j"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", model_key)
+    fake_claude.answers(
+        {
+            "text": f"Your key is {model_key} and a token: {LEAKED_IN_WORDS}. token=abc is code.",
+            "status": "success",
+            "reason": "done",
+        }
+    )
+    write_message(workspace, "printed")
+    assert run_once(load_settings(workspace)).outcome.value == "success"
+    (log,) = state_of(workspace).rglob("iteration-*.jsonl")
+    text = log.read_text(encoding="utf-8")
+    assert "Your key is *** and a token: ***. token=abc is code." in text
+    assert model_key not in text and LEAKED_IN_WORDS not in text
+    assert all(json.loads(line) for line in text.splitlines())

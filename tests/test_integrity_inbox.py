@@ -24,13 +24,9 @@ from worker.runner import RunOptions, run_once
 from worker.sources.inbox import InboxSource
 from worker.store import Store
 
-from .conftest import FakeAgent, needs_posix, run_worker, state_of, write_message
+from .conftest import FakeAgent, aged, needs_posix, run_worker, state_of, write_message
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def test_a_new_message_reusing_a_finished_ones_file_name_runs_and_its_sender_is_answered(
@@ -213,6 +209,7 @@ def test_files_that_are_not_json_messages_are_set_aside_with_their_reason(
     (workspace / "inbox" / "notes.txt").write_text("call bob")
     (workspace / "inbox" / "garbage.json").write_text("this is not json")
     (workspace / "inbox" / "upload.json.part").write_text("{")  # a sync client's, left alone
+    aged(*(workspace / "inbox").iterdir())
     write_message(workspace, "fine")
     assert run_once(load_settings(workspace)).task_id == "fine"
     rejected = workspace / "inbox" / "rejected"

@@ -15,11 +15,7 @@ from worker.waits.validate import check_time_has_moment, parse_resume_when
 
 from .conftest import FakeAgent, run_worker, write_message
 
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def spec_wait(ws: Path, task_id: str, **fields: Any) -> Path:

@@ -11,13 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FakeAgent, run_worker, state_of, write_message
+from .conftest import FakeAgent, aged, run_worker, state_of, write_message
 
-
-@pytest.fixture(autouse=True)
-def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _orders(ws: Path) -> list[dict[str, str]]:
@@ -136,10 +132,12 @@ def test_warnings_are_plain_lines_unless_verbose(workspace: Path) -> None:
     """A bad message is warned about as `warning: ...`, not as a raw log record; with -v the
     record keeps its time, level and logger."""
     (workspace / "inbox" / "bad.json").write_text('{"to": "all", "id": 1}', encoding="utf-8")
+    aged(workspace / "inbox" / "bad.json")
     proc = run_worker(workspace, "run")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith("warning: inbox: bad.json: invalid message")
     assert "WARNING worker." not in proc.stderr
     (workspace / "inbox" / "bad2.json").write_text('{"to": "all", "id": 2}', encoding="utf-8")
+    aged(workspace / "inbox" / "bad2.json")
     verbose = run_worker(workspace, "-v", "run")
     assert "WARNING worker.sources.inbox: inbox: bad2.json" in verbose.stderr

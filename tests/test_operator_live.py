@@ -25,10 +25,7 @@ from .conftest import FakeAgent, run_worker, write_message
 _CLOCK = re.compile(r"iteration 1/\d+\s+(\d+:\d\d) \(task (\d+:\d\d)\)")
 
 
-@pytest.fixture(autouse=True)
-def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def test_the_panel_clock_is_computed_when_drawn_not_when_an_event_comes() -> None:

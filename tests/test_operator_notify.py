@@ -23,22 +23,10 @@ from worker.store import Store
 
 from .conftest import FakeAgent, state_of, write_message
 
-TOKEN = "123456:test-bot-token-xyz"
 ALLOWED, STRANGER = 4242, 9999
 
 
-@pytest.fixture(autouse=True)
-def _quiet_world(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
-
-
-@pytest.fixture
-def bot() -> Iterator[FakeBotAPI]:
-    server = FakeBotAPI(TOKEN).start()
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 @pytest.fixture

@@ -24,11 +24,7 @@ from worker.supervise_watch import EventWatch, describe
 
 from .conftest import FakeAgent, run_worker, write_message
 
-
-@pytest.fixture(autouse=True)
-def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _status(ws: Path) -> dict[str, Any]:

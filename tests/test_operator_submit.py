@@ -16,13 +16,9 @@ from worker.queue_plan import queue
 from worker.sources.inbox import InboxSource
 from worker.sources.message import Message
 
-from .conftest import FakeAgent, run_worker, write_message
+from .conftest import FakeAgent, aged, run_worker, write_message
 
-
-@pytest.fixture(autouse=True)
-def _no_reviewers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
-    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+pytestmark = pytest.mark.usefixtures("only_the_task")
 
 
 def _submit(cli: CliRunner, ws: Path, *args: str, stdin: str | None = None) -> str:
@@ -140,6 +136,7 @@ def test_queue_command_prints_a_table_and_json_and_moves_nothing(
 ) -> None:
     write_message(workspace, "msg-1", subject="Fix it")
     (workspace / "inbox" / "broken.json").write_text('{"to": "all", "id": ')
+    aged(workspace / "inbox" / "broken.json")
     before = sorted(os.listdir(workspace / "inbox"))
     text = cli.invoke(app, ["queue", "--workspace", str(workspace)])
     assert text.exit_code == 0, text.output

@@ -89,15 +89,31 @@ def push_credentials(token: str, host: str) -> Iterator[list[str]]:
 
 @contextlib.contextmanager
 def scratch_repo(workspace: Path, branch: str, env: dict[str, str]) -> Iterator[Path]:
-    """A bare repository of worker's own, in a private temporary folder, holding `branch` (a
-    local push, no credentials): an authenticated push runs from there."""
+    """A bare repository of worker's own, in a private temporary folder, holding `branch`: an
+    authenticated push runs from there.
+
+    Nothing is copied: the scratch repository borrows the workspace's objects (git's
+    `objects/info/alternates`) and its one ref points at the branch's commit. A shallow
+    workspace's boundary (`shallow`) comes along, so the push stops where its history does."""
     with tempfile.TemporaryDirectory(prefix="worker-push-repo-") as folder:
         scratch = Path(folder)
-        init = git_argv("init", "-q", "--bare", str(scratch))
-        run_process(init, cwd=scratch, timeout_s=60, env=env)
-        local = git_argv("push", "-q", str(scratch), f"{branch}:refs/heads/{branch}")
-        run_process(local, cwd=workspace, timeout_s=300, env=env)
-        yield scratch
+        run_process(git_argv("init", "-q", "--bare", folder), cwd=scratch, timeout_s=60, env=env)
+        common = _rev_parse(workspace, env, "--git-common-dir")
+        commit = _rev_parse(workspace, env, "--verify", "--end-of-options", f"{branch}^{{commit}}")
+        if common and commit:
+            store = (workspace / common).resolve()
+            alternates = scratch / "objects" / "info" / "alternates"
+            alternates.write_text(f"{(store / 'objects').as_posix()}\n", encoding="utf-8")
+            if (store / "shallow").is_file():
+                shutil.copyfile(store / "shallow", scratch / "shallow")
+            update = git_argv("update-ref", f"refs/heads/{branch}", commit)
+            run_process(update, cwd=scratch, timeout_s=60, env=env)
+        yield scratch  # without the branch (not a commit here) the push names what is missing
+
+
+def _rev_parse(workspace: Path, env: dict[str, str], *args: str) -> str:
+    found = run_process(git_argv("rev-parse", *args), cwd=workspace, timeout_s=60, env=env)
+    return found.stdout.strip() if found.exit_code == 0 else ""
 
 
 def push_url(workspace: Path, remote: str, env: dict[str, str]) -> str:

@@ -23,7 +23,7 @@ import os
 from worker.platform.process import alive, end_group, orphan_group, start_time
 from worker.store import Store
 
-__all__ = ["end_orphans", "start_time"]
+__all__ = ["end_orphans", "lapse_dead_claims", "start_time"]
 
 log = logging.getLogger(__name__)
 
@@ -47,3 +47,22 @@ def end_orphans(store: Store, machine_id: str) -> list[str]:
             end_group(pgid, _GRACE_S)
             ended.append(str(claim["task_id"]))
     return ended
+
+
+def lapse_dead_claims(store: Store, machine_id: str) -> list[str]:
+    """End the leases of this machine's claims whose run is gone (killed, or the machine
+    restarted), so their tasks come back now rather than when the lease runs out; the task
+    ids. A pid in use again by a process started after the claim is not its run."""
+    lapsed = []
+    for claim in store.active_claims():
+        pid = claim["pid"]
+        if claim["machine_id"] != machine_id or pid in (0, os.getpid()):
+            continue
+        started = start_time(pid)
+        gone = not alive(pid) or (started is not None and float(started) > claim["claimed_at"])
+        if gone and store.lapse_claim(str(claim["task_id"]), pid):
+            log.warning(
+                "the run holding %s (pid %s) is gone: its lease ends now", claim["task_id"], pid
+            )
+            lapsed.append(str(claim["task_id"]))
+    return lapsed

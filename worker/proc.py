@@ -39,6 +39,8 @@ _SECRET_SHAPES = re.compile(
 # Variables whose name says they hold a secret: the worker's tokens and the agents' model keys
 # (GEMINI_API_KEY, OPENAI_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, ...), whatever their shape.
 _SECRET_NAME = re.compile(r"(?i)token|secret|password|api_?key")
+# ...but where such a variable names a place (HF_TOKEN_PATH, SECRETS_DIR), its value is no secret.
+_PLACE_NAME = re.compile(r"(?i)_(path|file|dir)$")
 _GRACE_S = 3.0
 _POLL_S = 0.2  # how often the watchdog looks at the clock and the stop flag
 
@@ -59,11 +61,34 @@ class ProcResult:
 def redact(text: str) -> str:
     """Hide token-shaped strings and `key=value` secrets from a text meant for logs."""
     text = _SECRET_ARG.sub(lambda m: m.group(0).split("=", 1)[0] + "=***", text)
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name):
-            text = text.replace(value, "***")
+    for value in _secret_values():
+        text = text.replace(value, "***")
     text = redact_url(text)
     return _SECRET_SHAPES.sub("***", text)
+
+
+def output_redactor() -> Callable[[str], str]:
+    """What a child's output log keeps of each line: the values of the secrets in the
+    environment now and token-shaped strings hidden. Cheaper than `redact` (the values are
+    looked up once; no `key=value` rule, which would mangle the code an agent prints)."""
+    values = _secret_values()
+
+    def hide(line: str) -> str:
+        for value in values:
+            if value in line:
+                line = line.replace(value, "***")
+        return _SECRET_SHAPES.sub("***", line)
+
+    return hide
+
+
+def _secret_values() -> list[str]:
+    found = {
+        value
+        for name, value in os.environ.items()
+        if len(value) >= 8 and _SECRET_NAME.search(name) and not _PLACE_NAME.search(name)
+    }
+    return sorted(found, key=len, reverse=True)  # a longer secret holding a shorter one first
 
 
 # The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
@@ -138,6 +163,7 @@ def run_process(
             cap_bytes=cap_bytes,
             line_cap_bytes=line_cap_bytes,
             log=CappedLog(log_path, log_cap_bytes) if log_path is not None else None,
+            hide=output_redactor(),
         )
     finally:
         guard.finished.set()
@@ -229,9 +255,10 @@ def _read_stdout(
     cap_bytes: int,
     line_cap_bytes: int,
     log: CappedLog | None,
+    hide: Callable[[str], str],
 ) -> _Output:
-    """Stdout line by line: logged, kept up to `cap_bytes`, shown to `on_line` (which may stop
-    the run), until its end or a grace past the deadline."""
+    """Stdout line by line: logged (secrets hidden by `hide`), kept up to `cap_bytes`, shown
+    to `on_line` (which may stop the run), until its end or a grace past the deadline."""
     out = _Output([])
     size = 0
     try:
@@ -239,7 +266,7 @@ def _read_stdout(
         # Raw bytes in chunks: one endless line never sits whole in memory.
         for line in bounded_lines(proc.stdout, line_cap_bytes):
             if log is not None:
-                log.write(line)
+                log.write(hide(line))
             if size < cap_bytes:
                 out.chunks.append(line)
                 size += len(line)

@@ -92,4 +92,6 @@ _SKIPPED = {
     "REPLY_NOT_TASK": "a reply to a waiting task, not a task",
     "CONTROL_NOT_TASK": "an order (stop, cancel, pause, resume), not a task",
     "MESSAGE_REJECTED": "the message cannot be read",
+    "MESSAGE_INCOMPLETE": "the message is still being written (read again by a later run)",
+    "MESSAGE_NOT_UNREAD": "its status is not `unread`",
 }

@@ -217,11 +217,13 @@ def _take_and_run(
 def _recover(
     settings: Settings, store: Store, sources: list[TaskSource]
 ) -> tuple[list[str], list[str]]:
-    """The agents dead runs left working, ended; then the claims whose lease ran out, given
-    back (in that order: before any claim comes back, its orphan agent has ended)."""
-    from worker.orphans import end_orphans  # psutil: not for a dry run
+    """The agents dead runs left working, ended; then the claims whose lease ran out or whose
+    run is gone, given back (in that order: before any claim comes back, its orphan agent has
+    ended)."""
+    from worker.orphans import end_orphans, lapse_dead_claims  # psutil: not for a dry run
 
     orphans = end_orphans(store, settings.machine_id)
+    lapse_dead_claims(store, settings.machine_id)  # their tasks come back just below
     recovered = []
     for source in sources:
         recover = getattr(source, "recover_expired", None)

@@ -371,6 +371,20 @@ class Store:
             )
             return cur.rowcount == 1
 
+    def lapse_claim(self, task_id: str, pid: int) -> bool:
+        """End now the lease of an active claim held by `pid`, a run known to be dead (see
+        worker.orphans): the task comes back at once, by the path of any lease that ran out.
+        A fleet's shared leases are left to their clock (False)."""
+        if self.claims is not None:
+            return False
+        with self.transaction() as db:
+            cur = db.execute(
+                "UPDATE claims SET lease_until = ? WHERE task_id = ? AND state = 'active'"
+                " AND pid = ? AND lease_until > ?",
+                (time.time(), task_id, pid, time.time()),
+            )
+            return cur.rowcount == 1
+
     def note_agent(self, task_id: str, pid: int, started: str | None) -> None:
         """Record the agent process group working on a claimed task (see worker.orphans)."""
         if self.claims is not None:

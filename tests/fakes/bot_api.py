@@ -80,6 +80,7 @@ class FakeBotAPI(_Server):
         super().__init__()
         self.token = token
         self.updates: list[dict[str, Any]] = []
+        self.blocked: set[int] = set()  # chats whose user blocked the bot
         self._next_update = 100
         self._next_message = 1
 
@@ -119,6 +120,12 @@ class FakeBotAPI(_Server):
                         "ok": False,
                         "error_code": 400,
                         "description": "Bad Request: message text is empty",
+                    }
+                if body["chat_id"] in self.blocked:  # Telegram's answer, word for word
+                    return 403, {
+                        "ok": False,
+                        "error_code": 403,
+                        "description": "Forbidden: bot was blocked by the user",
                     }
                 message_id = self._next_message
                 self._next_message += 1

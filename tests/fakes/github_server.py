@@ -191,6 +191,41 @@ class FakeGitHub:
             issue["updated_at"] = at
             return comment
 
+    def edit_issue(
+        self,
+        full: str,
+        number: int,
+        editor: str,
+        *,
+        body: str | None = None,
+        title: str | None = None,
+        age_s: float = 0.0,
+    ) -> None:
+        """`editor` edits the description (GraphQL's `lastEditedAt`, `editor`) and/or renames
+        the issue (a `renamed` event), as on GitHub."""
+        with self.lock:
+            repo = self.repos[full]
+            issue, at = repo["issues"][number], time.time() - age_s
+            if body is not None:
+                issue["body"] = body
+                repo.setdefault("edits", {})[number] = (editor, iso(at))
+            if title is not None:
+                event = self._event("renamed", editor, None, at)
+                event["rename"] = {"from": issue["title"], "to": title}
+                issue["title"] = title
+                repo["events"][number].append(event)
+            issue["updated_at"] = iso(at)
+
+    def label(self, full: str, number: int, name: str, by: str, age_s: float = 0.0) -> None:
+        """`by` applies label `name` (again, when the issue has it already): a `labeled` event."""
+        with self.lock:
+            repo = self.repos[full]
+            issue, at = repo["issues"][number], time.time() - age_s
+            if name not in self.labels_of(full, number):
+                issue["labels"].append(self._label(name))
+            repo["events"][number].append(self._event("labeled", by, name, at))
+            issue["updated_at"] = iso(at)
+
     def comments_of(self, full: str, number: int) -> list[dict[str, Any]]:
         return [c for n, c in self.repos[full]["comments"].values() if n == number]
 
@@ -257,6 +292,23 @@ class FakeGitHub:
             event["label"] = {"name": label, "color": "ededed"}
         return event
 
+    def _graphql(self, body: Any) -> tuple[int, Any, dict[str, str]]:
+        """The one query worker sends: an issue's `lastEditedAt` and `editor`."""
+        query = str((body or {}).get("query") or "")
+        variables = (body or {}).get("variables") or {}
+        if "lastEditedAt" not in query:
+            return 200, {"errors": [{"message": "unsupported query in the fake"}]}, {}
+        repo = self.repos.get(f"{variables.get('owner')}/{variables.get('name')}")
+        issue = repo["issues"].get(variables.get("number")) if repo else None
+        if repo is None or issue is None:
+            error = {"type": "NOT_FOUND", "message": "Could not resolve to an Issue"}
+            return 200, {"data": {"repository": None}, "errors": [error]}, {}
+        edit = repo.get("edits", {}).get(variables["number"])
+        found = {"lastEditedAt": None, "editor": None}
+        if edit is not None:
+            found = {"lastEditedAt": edit[1], "editor": user(edit[0]) if edit[0] else None}
+        return 200, {"data": {"repository": {"issue": found}}}, {}
+
     # -- routing ----------------------------------------------------------------------------
     def handle(
         self, method: str, path: str, query: dict[str, str], body: Any, login: str
@@ -264,6 +316,9 @@ class FakeGitHub:
         parts = [unquote(p) for p in path.strip("/").split("/")]
         if parts == ["user"]:
             return 200, user(login), {}
+        if parts == ["graphql"] and method == "POST":
+            with self.lock:
+                return self._graphql(body)
         if parts == ["rate_limit"]:
             return 200, {"resources": {"core": {"limit": LIMIT, "remaining": self.remaining}}}, {}
         if len(parts) < 3 or parts[0] != "repos":

@@ -19,7 +19,12 @@ from worker.models import AgentEvent, EventKind, InfraFailure, InfraKind
 USAGE_LIMIT_TEXT = re.compile(r"(?i)(hit your (usage )?limit|usage limit reached)")
 SESSION_MISSING_TEXT = re.compile(r"(?i)no conversation found with session id")
 # The CLI's words for a bad key: "Invalid API key · Fix external API key" (2.1.x).
-AUTH_TEXT = re.compile(r"(?i)(invalid api key|authentication_(failed|error)|please run /login)")
+# An account out of credit (HTTP 400, "Credit balance is too low"): the operator's to fix too.
+CREDIT_TEXT = re.compile(r"(?i)credit balance is too low")
+AUTH_TEXT = re.compile(
+    r"(?i)(invalid api key|authentication_(failed|error)|please run /login"
+    r"|credit balance is too low)"
+)
 AUTH_ERRORS = frozenset({"authentication_failed", "authentication_error", "permission_error"})
 KEY_SETTING = "ANTHROPIC_API_KEY"
 # The model of the messages the CLI writes itself in the model's place: "You've hit your
@@ -164,7 +169,8 @@ def auth_failure(words: str, status: int | None) -> InfraFailure:
     suffix = f" (HTTP {status})" if status is not None else ""
     return InfraFailure(
         InfraKind.AUTH,
-        f"{CLI} could not authenticate: {words}{suffix}",
+        f"{CLI} {'has no credit left' if CREDIT_TEXT.search(words) else 'could not authenticate'}"
+        f": {words}{suffix}",
         http_status=status,
         setting=KEY_SETTING,
     )

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,7 +42,6 @@ log = logging.getLogger(__name__)
 DONE_KEY = "github:control-done"
 KEEP_DONE = 2000  # consumed ids kept; older comments predate any claim still held
 ACCESS_TTL_S = 600.0  # a write-access answer is reused this long (a stranger costs 1 request)
-_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
 @dataclass(frozen=True)
@@ -134,18 +132,14 @@ class GitHubControl:
         self, client: GitHubClient, stake: Stake, done: set[int]
     ) -> list[ControlOrder]:
         since = whole(stake.since)
-        response = client.get(
+        items = client.paginate(
             f"/repos/{stake.repo}/issues/{stake.number}/comments",
-            params={"since": iso(since), "per_page": 100},
+            params={"since": iso(since)},
             cache_key=f"control:{stake.task_id}",
         )
-        items: list[Any] = list(response.data or [])
-        more = _NEXT.search(response.headers.get("link", ""))
-        if more:
-            items += list(client.paginate(more.group(1), limit=900))
         orders = []
         for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("id"), int):
+            if not isinstance(item.get("id"), int):
                 continue
             found = control.order_of_text(str(item.get("body") or ""))
             if found is None or item["id"] in done:
@@ -158,8 +152,11 @@ class GitHubControl:
                 continue  # before the claim or the wait: not about this run
             login = str((item.get("user") or {}).get("login") or "")
             order, text = found
+            # Anyone with write access may edit a comment: an edited one is nobody's order.
+            edited = str(item.get("updated_at") or "") > str(item.get("created_at"))
             trusted = (
                 bool(login)
+                and not edited
                 and self._trusted(client, stake.repo, login)
                 and control.may_order(order, login, self.settings.waits.approvers)
             )

@@ -17,7 +17,12 @@ _MAX_ANSWER = 1_000_000
 
 
 class SendError(Exception):
-    """A channel did not take the message; the text names why (never the token)."""
+    """A channel did not take the message; the text names why (never the token). `refused`:
+    the service answered and refused this message or chat (a 4xx); it is up for the others."""
+
+    def __init__(self, text: str, refused: bool = False) -> None:
+        super().__init__(text)
+        self.refused = refused
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class Bot:
         try:
             answer = post_json(url, payload, timeout_s or self.timeout_s)
         except SendError as exc:
-            raise SendError(str(exc).replace(self.token, "***")) from None
+            raise SendError(str(exc).replace(self.token, "***"), exc.refused) from None
         if not isinstance(answer, dict) or not answer.get("ok"):
             what = answer.get("description") if isinstance(answer, dict) else answer
             raise SendError(f"Telegram {method}: {str(what)[:200]}".replace(self.token, "***"))
@@ -80,7 +85,10 @@ def post_json(url: str, payload: Any, timeout_s: float) -> Any:
     except urllib.error.HTTPError as exc:
         detail = exc.read(2000).decode("utf-8", "replace")
         with_desc = _description(detail)
-        raise SendError(f"HTTP {exc.code}: {with_desc or exc.reason}") from None
+        raise SendError(
+            f"HTTP {exc.code}: {with_desc or exc.reason}",
+            refused=400 <= exc.code < 500 and exc.code != 429,  # 429: slow down, all of us
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise SendError(f"cannot reach the server: {reason}") from None

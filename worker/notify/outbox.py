@@ -97,7 +97,8 @@ def enqueue(
 
 def flush(settings: Settings, store: Store) -> Flushed:
     """Send what is pending, oldest first. A channel that fails is not tried again in this
-    flush (one timeout per run at most), and its rows wait for the next one."""
+    flush (one timeout per run at most), and its rows wait for the next one; a chat Telegram
+    refuses (blocked, not found) holds back that chat only."""
     # Here, not at the top: `status` and runs with nothing to send never talk to a channel.
     from worker.notify.channels import SendError
 
@@ -110,12 +111,12 @@ def flush(settings: Settings, store: Store) -> Flushed:
     done, down = Flushed(), set()
     for row in rows:
         kind = row["channel"].split(":", 1)[0]
-        if kind in down:
+        if kind in down or row["channel"] in down:
             continue
         try:
             _send(settings, dict(row))
         except SendError as exc:
-            down.add(kind)
+            down.add(row["channel"] if exc.refused else kind)
             done.failed += 1
             log.warning("notify: %s not sent to %s: %s", row["event"], row["channel"], exc)
             with store.transaction() as db:

@@ -82,11 +82,17 @@ class InboxSource:
         for entry in addressed_messages(self.root, self.settings.machine_id, store):
             message, path = entry.message, entry.path
             if message is None:
+                if _being_written(path):  # its writer may not be done: a later run reads it
+                    why = f"{entry.error or 'unreadable'}; written in the last {_SETTLE_S:.0f} s"
+                    log.info("inbox: %s: %s, left for a later run", path.name, why)
+                    listing.skipped.append(Skipped(path.stem, "MESSAGE_INCOMPLETE", why))
+                    continue
                 self._reject(path, entry.error or "unreadable", listing)
                 continue
             if message.to not in (self.settings.machine_id, "all"):
                 continue
-            if message.status != "unread":
+            if message.status.strip().lower() != "unread":  # "Unread" by hand is unread too
+                listing.skipped.append(Skipped(message.id, "MESSAGE_NOT_UNREAD", message.status))
                 continue
             if message.in_reply_to or self._answers_a_wait(message):
                 # A reply belongs to the task it answers (a wait state), not a new task.
@@ -361,6 +367,18 @@ def reply_body(result: TaskResult) -> str:
     if result.final_text:
         lines += ["", "Agent's last words:", result.final_text[-2000:]]
     return _proc.redact("\n".join(lines))  # the agent may have repeated a token it read
+
+
+# A sender that writes in place (`echo ... > inbox/m.json`) leaves a file that is not yet a
+# message for as long as it writes: one that bad and this young is read again, not rejected.
+_SETTLE_S = 10.0
+
+
+def _being_written(path: Path) -> bool:
+    try:
+        return abs(time.time() - path.stat().st_mtime) < _SETTLE_S
+    except OSError:
+        return False
 
 
 def _ts(value: datetime | None) -> float:

@@ -8,6 +8,7 @@ what to consume once the resumed run has ended, and what it ignored and why.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -80,6 +81,12 @@ def allowed_locally(state: WaitState, by: str | None, settings: Settings) -> boo
         return True
     listed = state.approvers or settings.waits.approvers
     return not listed or by in listed
+
+
+def trust_of(state: WaitState, settings: Settings) -> str:
+    """The allow-lists that decide who may answer this wait, as one text."""
+    lists = [state.approvers, settings.waits.approvers, settings.github.trusted_users]
+    return json.dumps([sorted(names or []) for names in lists])
 
 
 def clip(text: str) -> str:

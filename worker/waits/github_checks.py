@@ -97,6 +97,11 @@ def _approval(
         word = (comment.body.strip().split(maxsplit=1) or [""])[0].lower()
         if word not in ("/approve", "/reject"):
             continue
+        if comment.edited:  # maybe not by its author: a new comment approves
+            verdict.ignored.append(
+                ("APPROVAL_EDITED", f"{word} by {comment.author} on {repo}#{number}, edited")
+            )
+            continue
         if not _may(ctx, look, wait, repo, comment.author):
             verdict.ignored.append(
                 ("APPROVER_NOT_ALLOWED", f"{word} by {comment.author} on {repo}#{number}")

@@ -10,17 +10,14 @@ request is made per wait state.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from worker.sources.github.client import GitHubClient
 
 log = logging.getLogger(__name__)
-
-_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
 @dataclass(frozen=True)
@@ -29,6 +26,9 @@ class Comment:
     body: str
     created_at: datetime
     url: str = ""
+    # Changed since it was written: by its author, or by anyone with write access to the
+    # repository, who can edit any comment there while it still reads as the author's.
+    edited: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,7 @@ class ClientLook:
             raise OSError(f"rate limit nearly spent ({self.client.rate.describe()})")
         path = f"/repos/{repo}/issues"
         params = {"state": "all", "since": iso(since), "sort": "updated", "direction": "desc"}
-        response = self.client.get(
-            path, params={**params, "per_page": 100}, cache_key=f"waits:issues:{repo}"
-        )
-        items: list[Any] = list(response.data or [])
-        more = _NEXT.search(response.headers.get("link", ""))
-        if more:
-            items += list(self.client.paginate(more.group(1), limit=900))
+        items = self.client.paginate(path, params=params, cache_key=f"waits:issues:{repo}")
         found = {int(i["number"]): parse(i["updated_at"]) for i in items if i.get("updated_at")}
         self._updated[repo] = found
         return found
@@ -102,6 +96,7 @@ class ClientLook:
                 i.get("body") or "",
                 parse(i["created_at"]),
                 i.get("html_url", ""),
+                parse(i.get("updated_at") or i["created_at"]) > parse(i["created_at"]),
             )
             for i in items
         ]

@@ -34,6 +34,7 @@ class WaitCode(StrEnum):
     ANSWER_CONSUMED = "ANSWER_CONSUMED"
     APPROVER_NOT_ALLOWED = "APPROVER_NOT_ALLOWED"
     APPROVAL_BEFORE_WAIT = "APPROVAL_BEFORE_WAIT"
+    APPROVAL_EDITED = "APPROVAL_EDITED"  # a comment edited into `/approve`: maybe not its author's
     NOTE_REJECTED = "NOTE_REJECTED"
     APPROVAL_NOTED = "APPROVAL_NOTED"  # written by `worker waits approve|reject`
     MESSAGE_NOTED = "MESSAGE_NOTED"  # written by `worker intercom send`
@@ -99,7 +100,13 @@ def _v4(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE wait_records ADD COLUMN sig BLOB")
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4]
+def _v5(db: sqlite3.Connection) -> None:
+    """The allow-lists an answer was found under (`worker.waits.conditions.trust_of`): an answer
+    kept while they change is checked again, so an approver taken off a list approves nothing."""
+    db.execute("ALTER TABLE wait_checks ADD COLUMN trust TEXT")
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5]
 
 
 @dataclass
@@ -111,6 +118,7 @@ class CheckRow:
     answer: str | None = None
     consume: list[str] = field(default_factory=list)
     seen: str | None = None  # the issue's `updated_at` at the last remote look
+    trust: str | None = None  # the allow-lists the answer was found under
 
 
 class Ledger:
@@ -122,7 +130,7 @@ class Ledger:
         cursor = self.store.db.cursor()
         cursor.row_factory = None  # plain tuples, not a `sqlite3.Row` each
         rows = cursor.execute(
-            "SELECT key, stamp, task_id, checked_at, answer, consume, seen FROM wait_checks"
+            "SELECT key, stamp, task_id, checked_at, answer, consume, seen, trust FROM wait_checks"
         )
         return {
             row[0]: CheckRow(
@@ -133,6 +141,7 @@ class Ledger:
                 row[4],
                 [] if row[5] == "[]" else json.loads(row[5]),  # most waits consume nothing
                 row[6],
+                row[7],
             )
             for row in rows
         }
@@ -143,7 +152,7 @@ class Ledger:
         with self.store.transaction() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO wait_checks(key, stamp, task_id, checked_at, answer,"
-                " consume, seen) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " consume, seen, trust) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         r.key,
@@ -153,6 +162,7 @@ class Ledger:
                         r.answer,
                         json.dumps(r.consume),
                         r.seen,
+                        r.trust,
                     )
                     for r in rows
                 ],

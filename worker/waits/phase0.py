@@ -28,7 +28,7 @@ from worker.scheduling import ReadyWait
 from worker.store import Store
 from worker.waits import intercom, record
 from worker.waits.builtin import registry
-from worker.waits.conditions import CheckContext, Verdict, Waiting
+from worker.waits.conditions import CheckContext, Verdict, Waiting, trust_of
 from worker.waits.expiry import expire
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.lookups import Lookups
@@ -95,7 +95,7 @@ def scan(
             for wait, verdict in zip(mine, condition.check(ctx, mine), strict=True):
                 verdicts[wait.key] = verdict
     if ledger is not None:
-        _remember(ledger, waits, verdicts, rows, stamps, now)
+        _remember(ledger, waits, verdicts, rows, stamps, now, settings)
     for wait in waits:
         verdict = verdicts.get(wait.key) or Verdict()
         if verdict.answer is None:
@@ -202,7 +202,11 @@ def _waitings(
         if row is not None:
             wait.seen, wait.checked_at = row.seen, row.checked_at
             wait.due = now_s - row.checked_at >= interval
-            if row.answer is not None:
+            if row.answer is not None and row.trust != trust_of(state, settings):
+                # Found under other allow-lists: the conditions judge the approver again,
+                # the remote one with a fresh look.
+                wait.seen, wait.due = None, True
+            elif row.answer is not None:
                 known[wait.key] = Verdict(row.answer, list(row.consume), seen=row.seen)
         waits.append(wait)
     return waits, known
@@ -244,6 +248,7 @@ def _remember(
     rows: dict[str, CheckRow],
     stamps: dict[str, str],
     now: datetime,
+    settings: Settings,
 ) -> None:
     changed = []
     for wait in waits:
@@ -262,6 +267,7 @@ def _remember(
             verdict.answer,
             verdict.consume if verdict.answer is not None else [],
             verdict.seen or wait.seen,
+            trust_of(wait.state, settings) if verdict.answer is not None else None,
         )
         if old != row:
             if verdict.answer is not None and (old is None or old.answer is None):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from worker.sources.github.client import GitHubClient, GitHubError, label_actor
+from worker.sources.github.client import GitHubClient, GitHubError, label_event
 from worker.sources.github.selection import timestamp
 from worker.sources.github.settings import GitHubSettings
 
@@ -95,15 +95,50 @@ def find_own(claims: list[Claim], machine: str, run: str | None = None) -> Claim
 def check_trust(
     client: GitHubClient, settings: GitHubSettings, repo: str, number: int
 ) -> tuple[bool, str]:
-    """Was the trigger label applied by someone trusted? (allow-list, else write access)"""
-    actor = label_actor(client.events(repo, number), settings.label)
-    if actor is None:
+    """Was the trigger label applied by someone trusted (allow-list, else write access), and
+    has nobody untrusted changed the issue's title or description since? An author could
+    otherwise write a harmless issue, have it labelled, then edit in what the agent runs."""
+    events = client.events(repo, number)
+    labelled = label_event(events, settings.label)
+    actor = (labelled.get("actor") or {}).get("login") if labelled else None
+    if labelled is None or not actor:
         return False, f"nobody is recorded as having applied {settings.label!r}"
-    if actor.lower() in {name.lower() for name in settings.trusted_users}:
-        return True, actor
-    if client.has_write_access(repo, actor):
-        return True, actor
-    return False, f"{settings.label!r} was applied by {actor}, who has no write access"
+    if not _trusted(client, settings, repo, actor):
+        return False, f"{settings.label!r} was applied by {actor}, who has no write access"
+    changed = _changed_since(client, settings, repo, number, events, labelled)
+    if changed:
+        return False, f"{changed} after {actor} applied {settings.label!r}; apply it again"
+    return True, actor
+
+
+def _trusted(client: GitHubClient, settings: GitHubSettings, repo: str, login: str) -> bool:
+    if login.lower() in {name.lower() for name in settings.trusted_users}:
+        return True
+    return bool(login) and client.has_write_access(repo, login)
+
+
+def _changed_since(
+    client: GitHubClient,
+    settings: GitHubSettings,
+    repo: str,
+    number: int,
+    events: list[dict[str, Any]],
+    labelled: dict[str, Any],
+) -> str | None:
+    """Who untrusted renamed the issue or edited its description at or after the label."""
+    since = timestamp(labelled.get("created_at"))
+    for event in events:
+        if event.get("event") == "renamed" and timestamp(event.get("created_at")) >= since:
+            who = str((event.get("actor") or {}).get("login") or "")
+            if not _trusted(client, settings, repo, who):
+                return f"the title was changed by {who or 'a deleted account'}"
+    edit = client.last_edit(repo, number)
+    if edit is None or timestamp(edit[1]) < since:
+        return None
+    editor = edit[0]
+    if _trusted(client, settings, repo, editor):
+        return None
+    return f"the description was edited by {editor or 'a deleted account'}"
 
 
 def create_once(

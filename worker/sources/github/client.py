@@ -48,7 +48,7 @@ __all__ = [
     "RateLimitFloor",
     "RequestStats",
     "Response",
-    "label_actor",
+    "label_event",
     "make_client",
     "token_from_env",
 ]
@@ -142,31 +142,23 @@ class GitHubClient:
             self._remember(cache_key, {"etag": etag, "data": response.data})
         return response
 
-    def get_pages(
-        self, path: str, *, params: dict[str, Any], cache_key: str, limit: int
-    ) -> list[Any]:
-        """Up to `limit` items of a list answer, each page a conditional GET (`get`) that
-        follows `Link: rel="next"`: an unchanged page costs no rate limit."""
-        items: list[Any] = []
-        url: str | None = path
-        page = 1
-        while url is not None and len(items) < limit:
-            key = cache_key if page == 1 else f"{cache_key}:page{page}"
-            response = self.get(url, params=params if page == 1 else None, cache_key=key)
-            items += list(response.data or [])
-            match = _NEXT.search(response.headers.get("link", ""))
-            url, page = (match.group(1) if match else None), page + 1
-        return items[:limit]
-
     def paginate(
-        self, path: str, *, params: dict[str, Any] | None = None, limit: int = 1000
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        limit: int = 1000,
+        cache_key: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Every item of a list answer, following `Link: rel="next"`, up to `limit` items."""
+        """Every item of a list answer, following `Link: rel="next"`, up to `limit` items.
+        With `cache_key`, each page is a conditional GET (`get`): an unchanged page costs no
+        rate limit."""
         url: str | None = path
         params = {"per_page": 100, **(params or {})}
-        count = 0
+        count, page = 0, 1
         while url is not None:
-            response = self.request("GET", url, params=params)
+            key = f"{cache_key}:page{page}" if cache_key and page > 1 else cache_key
+            response = self.get(url, params=params, cache_key=key)
             if not isinstance(response.data, list | None):
                 raise GitHubError(f"GET {url}: expected a list, got {type(response.data).__name__}")
             for item in response.data or []:
@@ -177,7 +169,7 @@ class GitHubClient:
                 if count >= limit:
                     return
             match = _NEXT.search(response.headers.get("link", ""))
-            url, params = (match.group(1), None) if match else (None, None)
+            url, params, page = (match.group(1) if match else None), None, page + 1
 
     def _once(
         self,
@@ -315,15 +307,37 @@ class GitHubClient:
             path = f"/repos/{repo}/collaborators/{quote(login)}/permission"
             data = _object(self.request("GET", path), path)
         except GitHubError as exc:
-            if exc.status in (403, 404):
+            if exc.status in (403, 404) and not exc.rate_limited:  # a limit is no "no"
                 return "none"
             raise
         role = str(data.get("role_name") or "")
         return role if role in _WRITE_PERMISSIONS else str(data.get("permission") or "none")
 
+    def last_edit(self, repo: str, number: int) -> tuple[str, str] | None:
+        """Who last edited the issue's description and when (an API timestamp); None when
+        nobody did. REST does not say: one GraphQL query (`lastEditedAt`, `editor`)."""
+        owner, name = repo.split("/", 1)
+        query = {"query": _LAST_EDIT, "variables": {"owner": owner, "name": name, "number": number}}
+        answer = self.request("POST", self._requester.graphql_url, body=query).data
+        issue = None
+        if isinstance(answer, dict) and not answer.get("errors"):
+            issue = ((answer.get("data") or {}).get("repository") or {}).get("issue")
+        if not isinstance(issue, dict):
+            problem = answer.get("errors") if isinstance(answer, dict) else answer
+            raise GitHubError(f"GraphQL {repo}#{number}: cannot read its last edit: {problem}")
+        if not issue.get("lastEditedAt"):
+            return None
+        return str((issue.get("editor") or {}).get("login") or ""), str(issue["lastEditedAt"])
+
     def has_write_access(self, repo: str, login: str) -> bool:
         """True when `login` may push to `repo` (admin, maintain or write)."""
         return self.permission(repo, login) in _WRITE_PERMISSIONS
+
+
+_LAST_EDIT = (
+    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, "
+    "name: $name) { issue(number: $number) { lastEditedAt editor { login } } } }"
+)
 
 
 def _object(response: Response, path: str) -> dict[str, Any]:
@@ -333,10 +347,10 @@ def _object(response: Response, path: str) -> dict[str, Any]:
     return response.data
 
 
-def label_actor(events: list[dict[str, Any]], label: str) -> str | None:
-    """Who applied `label` last (from an issue's events), or None when nobody did."""
-    actor = None
+def label_event(events: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
+    """The last event that applied `label` (from an issue's events), None when none did."""
+    found = None
     for event in events:
         if event.get("event") == "labeled" and (event.get("label") or {}).get("name") == label:
-            actor = (event.get("actor") or {}).get("login")
-    return actor
+            found = event
+    return found

@@ -9,6 +9,7 @@ The body is only searched for the `Agent:` routing field; the rest of it is task
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +18,9 @@ from worker.models import Task
 from worker.sources.github.settings import GitHubSettings
 
 SOURCE = "github"
+# Finished and waiting issues keep the trigger label and stay open: up to this many of them
+# are read past in a listing, besides the `max_issues` that may be work.
+FINISHED_READ = 1000
 # Compiled at their first use (`re`'s own cache): runs without GitHub never read them.
 _AGENT = r"(?im)^[\s>*_-]*agent[*_]*\s*:[*_\s]*(?P<value>[^\n]*?)[*_\s]*$"
 _TASK_ID = r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]{0,9})$"
@@ -100,6 +104,20 @@ def priority_of(labels: list[str]) -> int:
             elif word in _PRIORITY_WORDS:
                 found.append(_PRIORITY_WORDS[word])
     return min(found, default=DEFAULT_PRIORITY)
+
+
+def up_to_max(issues: Iterable[dict[str, Any]], settings: GitHubSettings) -> list[dict[str, Any]]:
+    """The listing's issues until `max_issues` of them may be work: one with an end-state
+    label (done, failed, waiting) is read past, not counted, so finished issues (oldest first)
+    never hide new work."""
+    ends = {settings.done_label, settings.failed_label, settings.waiting_label}
+    out, counted = [], 0
+    for issue in issues:
+        out.append(issue)
+        counted += ends.isdisjoint(label_names(issue))
+        if counted >= settings.max_issues:
+            break
+    return out
 
 
 def screen(issue: dict[str, Any], settings: GitHubSettings, login: str | None) -> Screened:

@@ -34,6 +34,7 @@ from worker.sources.github.client import GitHubClient, GitHubError, make_client
 from worker.sources.github.delivery import remove_label, report_to_issue
 from worker.sources.github.report import claimed_body
 from worker.sources.github.selection import (
+    FINISHED_READ,
     SOURCE,
     issue_task,
     label_names,
@@ -41,6 +42,7 @@ from worker.sources.github.selection import (
     parse_task_id,
     screen,
     timestamp,
+    up_to_max,
 )
 from worker.store import Store
 
@@ -98,7 +100,7 @@ class GitHubSource:
     def _list_repo(
         self, repo: str, listing: Listing, pending: set[str] | None = None
     ) -> builtins.list[Task]:
-        answer = self.client.get_pages(
+        answer = self.client.paginate(
             f"/repos/{repo}/issues",
             cache_key=f"issues:{repo}:{self.gh.label}",
             params={
@@ -108,12 +110,12 @@ class GitHubSource:
                 "direction": "asc",
                 "per_page": min(100, self.gh.max_issues),
             },
-            limit=self.gh.max_issues,  # past the first page of 100 when set higher
+            limit=self.gh.max_issues + FINISHED_READ,  # finished ones are read past: up_to_max
         )
-        issues: builtins.list[Issue] = [i for i in answer if isinstance(i, dict)]
+        issues: builtins.list[Issue] = up_to_max(answer, self.gh)
         login = self.client.login() if any(i.get("assignees") for i in issues) else None
         found = []
-        for issue in issues[: self.gh.max_issues]:
+        for issue in issues:
             try:
                 task = issue_task(repo, issue)
                 code, detail = self._verdict(repo, issue, task, login, pending or set())
