@@ -15,7 +15,7 @@ from typing import Any
 from worker.agents.claude_stream import SYNTHETIC_MODEL
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly, Evidence, Sighting
-from worker.supervision.progress import Knowledge, shell_writes
+from worker.supervision.progress import SHELL_KEYS, Knowledge, shell_writes
 from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
@@ -75,6 +75,9 @@ class StreamDetectors:
         self.context_fill: float | None = None
         self.peak_context_fill: float | None = None
         self._volatile = frozenset(settings.volatile_keys)
+        # The keys a call's description never reads: canonical arguments leave volatile keys
+        # out, and shell_writes reads shell keys only (see _on_call).
+        self._unread = self._volatile - SHELL_KEYS
         self._progress_tools = frozenset(settings.progress_tools)
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         # tool -> (exempt, loop threshold, repeated-error threshold), asked of settings once
@@ -178,8 +181,13 @@ class StreamDetectors:
         tool, args = event.tool or "unknown", event.args
         # A call made before (a loop, a file read again) is described once: looked up by its
         # tool and argument items, one dict lookup instead of canonical_args and shell_writes.
+        # The keys a description never reads are left out, so that a loop which rewords its
+        # Bash `description` each time is still the same call.
         try:
-            seen = (tool, tuple(args.items()) if args else ())
+            if not args or self._unread.isdisjoint(args):
+                seen = (tool, tuple(args.items()) if args else ())
+            else:
+                seen = (tool, tuple([i for i in args.items() if i[0] not in self._unread]))
             described = self._described.get(seen)
         except TypeError:  # a list or an object among the arguments: described every time
             seen, described = None, None

@@ -24,7 +24,7 @@ _WRITES = re.compile(
     r"|\bcreate\s+\S|\bedit\s+\d+:\d+|\bstr_replace|\binsert\s+\d)"
 )
 _SHELL_KEYS = ("command", "cmd", "code", "script")
-_SHELL_KEY_SET = frozenset(_SHELL_KEYS)
+SHELL_KEYS = _SHELL_KEY_SET = frozenset(_SHELL_KEYS)  # the only keys shell_writes reads
 
 
 def shell_writes(args: dict[str, Any] | None) -> bool:

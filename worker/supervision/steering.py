@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from worker.supervision.anomaly import EMERGENCY, SEVERITY, URGENT, Anomaly
 from worker.supervision.settings import SupervisionSettings
@@ -94,6 +95,7 @@ def pace_message(level: str, why: str, settings: SupervisionSettings) -> str:
     return f"{PREFIX} PACE {level}: {why}. {_clip(guidance, 2)}".rstrip()
 
 
+@lru_cache(maxsize=64)  # a handful of configured texts, clipped for every message
 def _clip(text: str, sentences: int) -> str:
     """At most `sentences` sentences of a configured text, so a message stays within three."""
     parts = _SENTENCE_END.split(text.strip())

@@ -93,12 +93,14 @@ class Watch:
 
     def steer(self, anomalies: list[Anomaly], turn: int) -> list[Steering]:
         """One message per anomaly kind (its strongest sighting), the cooldown applied."""
-        strongest: dict[str, Anomaly] = {}
-        for anomaly in anomalies:
-            best = strongest.get(anomaly.kind)
-            if best is None or (anomaly.severity, anomaly.count) > (best.severity, best.count):
-                strongest[anomaly.kind] = anomaly
-        ordered = sorted(strongest.values(), key=lambda a: (-a.severity, a.start))
+        ordered = anomalies  # one, as a replay asks for each new finding: nothing to choose
+        if len(anomalies) > 1:
+            strongest: dict[str, Anomaly] = {}
+            for anomaly in anomalies:
+                best = strongest.get(anomaly.kind)
+                if best is None or (anomaly.severity, anomaly.count) > (best.severity, best.count):
+                    strongest[anomaly.kind] = anomaly
+            ordered = sorted(strongest.values(), key=lambda a: (-a.severity, a.start))
         return [
             Steering(
                 a.kind,
