@@ -121,6 +121,26 @@ def feed(sup: Supervisor, stream: Stream) -> str | None:
     return stop
 
 
+def described_as_plain(settings: SupervisionSettings, calls: list[Any]) -> None:
+    """Each call, observed twice (the second time from the detectors' memo), is described as
+    the plain functions describe it: `canonical_args` and `shell_writes`."""
+    from worker.supervision.detectors import StreamDetectors
+    from worker.supervision.progress import shell_writes
+    from worker.supervision.signals import canonical_args
+
+    detectors = StreamDetectors(settings)
+    volatile = frozenset(settings.volatile_keys)
+    for turn in range(2):
+        for n, (tool, args) in enumerate(calls):
+            tool_id = f"t{turn}-{n}"
+            detectors.observe(
+                AgentEvent(EventKind.TOOL_CALL, n, tool=tool, tool_id=tool_id, args=args)
+            )
+            plain = canonical_args(args, volatile)
+            writes = tool == "Edit" or shell_writes(args)
+            assert detectors._calls[tool_id][0] == (tool, plain, f"{tool} {plain}", writes)
+
+
 def sentences(message: str) -> int:
     """Sentences of a steering line, evidence in backticks left out (it is data)."""
     prose = re.sub(r"`[^`]*`", "X", message)

@@ -16,10 +16,10 @@ from worker.models import AgentEvent, EventKind
 from worker.supervision import steering
 from worker.supervision.anomaly import Anomaly
 from worker.supervision.detectors import StreamDetectors
-from worker.supervision.progress import shell_writes
 from worker.supervision.settings import SupervisionSettings
-from worker.supervision.signals import canonical_args
 from worker.supervision.watch import Watch
+
+from .test_supervision_kit import described_as_plain
 
 VALUES = st.one_of(
     st.sampled_from(["ls", "ls > out.txt", "sed -i s/a/b/ x", "3f2a9c1e-1b2c-4d5e-8f90-12345678"]),
@@ -34,20 +34,6 @@ CALLS = st.lists(
 )
 
 
-def _described_as_plain(settings: SupervisionSettings, calls: list[Any]) -> None:
-    detectors = StreamDetectors(settings)
-    volatile = frozenset(settings.volatile_keys)
-    for turn in range(2):  # the second time from the memo, where the first was kept
-        for n, (tool, args) in enumerate(calls):
-            tool_id = f"t{turn}-{n}"
-            detectors.observe(
-                AgentEvent(EventKind.TOOL_CALL, n, tool=tool, tool_id=tool_id, args=args)
-            )
-            plain = canonical_args(args, volatile)
-            writes = tool == "Edit" or shell_writes(args)
-            assert detectors._calls[tool_id][0] == (tool, plain, f"{tool} {plain}", writes)
-
-
 @given(CALLS)
 @example([("Bash", {"command": "make", "description": "a"}), ("Bash", {"command": "make"})])
 @example([("Bash", {"command": "ls", "id": "a"}), ("Bash", {"command": "ls", "id": 1})])
@@ -57,7 +43,7 @@ def test_calls_that_differ_in_volatile_keys_only_are_described_as_the_plain_code
 ) -> None:
     """Looked up without its volatile keys, a call is still described by canonical_args and
     shell_writes, whatever its volatile values (strings, numbers, lists)."""
-    _described_as_plain(SupervisionSettings(), calls)
+    described_as_plain(SupervisionSettings(), calls)
 
 
 @given(CALLS)
@@ -66,7 +52,7 @@ def test_a_shell_key_made_volatile_still_tells_a_writing_command_apart(calls: li
     """A volatile key that shell_writes reads (`command`, configured volatile) stays in the
     lookup: `ls > out.txt` writes a file and `ls` does not, though both describe as `{}`."""
     settings = SupervisionSettings(volatile_keys=["command", "description"])
-    _described_as_plain(settings, calls)
+    described_as_plain(settings, calls)
 
 
 def test_a_loop_that_rewords_its_description_is_described_once() -> None:

@@ -28,12 +28,11 @@ from worker.supervision.detectors import StreamDetectors
 from worker.supervision.formats import UnreadableTranscript, read_text
 from worker.supervision.ladder import pace_rank
 from worker.supervision.postmortem import Finding, InspectReport, Stop, replay
-from worker.supervision.progress import shell_writes
 from worker.supervision.settings import SupervisionSettings
 from worker.supervision.signals import canonical_args
 from worker.supervision.watch import Watch
 
-from .test_supervision_kit import Stream, settings
+from .test_supervision_kit import Stream, described_as_plain, settings
 
 TRANSCRIPTS = Path(__file__).parent / "fixtures" / "transcripts"
 WRITTEN = Path(__file__).parent / "fixtures" / "transcripts_supervision"
@@ -260,17 +259,7 @@ def test_a_call_is_described_as_canonical_args_and_shell_writes_describe_it(
 ) -> None:
     """Each call, asked twice (the second from the memo, when its arguments are strings), is
     described by the plain functions: 1, 1.0 and True stay apart, volatile keys drop out."""
-    detectors = StreamDetectors(SupervisionSettings())
-    volatile = frozenset(SupervisionSettings().volatile_keys)
-    for turn in range(2):
-        for n, (tool, args) in enumerate(calls):
-            tool_id = f"t{turn}-{n}"
-            detectors.observe(
-                AgentEvent(EventKind.TOOL_CALL, n, tool=tool, tool_id=tool_id, args=args)
-            )
-            plain = canonical_args(args, volatile)
-            writes = tool == "Edit" or shell_writes(args)
-            assert detectors._calls[tool_id][0] == (tool, plain, f"{tool} {plain}", writes)
+    described_as_plain(SupervisionSettings(), calls)
 
 
 def test_keys_that_are_not_strings_are_never_taken_for_equal_ones() -> None:

@@ -24,12 +24,12 @@ _WRITES = re.compile(
     r"|\bcreate\s+\S|\bedit\s+\d+:\d+|\bstr_replace|\binsert\s+\d)"
 )
 _SHELL_KEYS = ("command", "cmd", "code", "script")
-SHELL_KEYS = _SHELL_KEY_SET = frozenset(_SHELL_KEYS)  # the only keys shell_writes reads
+SHELL_KEYS = frozenset(_SHELL_KEYS)  # the only keys shell_writes reads
 
 
 def shell_writes(args: dict[str, Any] | None) -> bool:
     """A shell (or SWE-agent) command that changes a file or the repository."""
-    if not args or _SHELL_KEY_SET.isdisjoint(args):  # most calls hold none: one C call
+    if not args or SHELL_KEYS.isdisjoint(args):  # most calls hold none: one C call
         return False
     for key in _SHELL_KEYS:
         value = args.get(key)
