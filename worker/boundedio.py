@@ -72,9 +72,12 @@ def _finish(kept: bytearray, dropped: int, cap: int) -> str:
 class CappedLog:
     """An append-only log file of at most about `cap` bytes (head, marker, tail)."""
 
-    def __init__(self, path: Path, cap: int = LOG_CAP) -> None:
+    def __init__(
+        self, path: Path, cap: int = LOG_CAP, hide: Callable[[str], str] | None = None
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.hide = hide  # what a line keeps of itself in the log (secrets hidden)
         self.tail_cap = cap // 4
         self.head_cap = cap - self.tail_cap
         self._file = path.open("ab")
@@ -84,6 +87,8 @@ class CappedLog:
         self._tail_size = 0
 
     def write(self, text: str) -> None:
+        if self.hide is not None:
+            text = self.hide(text)
         data = text.encode("utf-8", errors="replace")
         if self.written + len(data) <= self.head_cap and not self._tail:
             self._file.write(data)

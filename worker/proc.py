@@ -162,8 +162,7 @@ def run_process(
             deadline,
             cap_bytes=cap_bytes,
             line_cap_bytes=line_cap_bytes,
-            log=CappedLog(log_path, log_cap_bytes) if log_path is not None else None,
-            hide=output_redactor(),
+            log=CappedLog(log_path, log_cap_bytes, output_redactor()) if log_path else None,
         )
     finally:
         guard.finished.set()
@@ -255,10 +254,9 @@ def _read_stdout(
     cap_bytes: int,
     line_cap_bytes: int,
     log: CappedLog | None,
-    hide: Callable[[str], str],
 ) -> _Output:
-    """Stdout line by line: logged (secrets hidden by `hide`), kept up to `cap_bytes`, shown
-    to `on_line` (which may stop the run), until its end or a grace past the deadline."""
+    """Stdout line by line: logged, kept up to `cap_bytes`, shown to `on_line` (which may stop
+    the run), until its end or a grace past the deadline."""
     out = _Output([])
     size = 0
     try:
@@ -266,7 +264,7 @@ def _read_stdout(
         # Raw bytes in chunks: one endless line never sits whole in memory.
         for line in bounded_lines(proc.stdout, line_cap_bytes):
             if log is not None:
-                log.write(hide(line))
+                log.write(line)
             if size < cap_bytes:
                 out.chunks.append(line)
                 size += len(line)
