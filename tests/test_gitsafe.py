@@ -46,6 +46,47 @@ def test_the_host_comes_from_the_api_address() -> None:
     assert git_host(GitHubSettings()) == "github.com"
     enterprise = GitHubSettings(base_url="https://git.example.com/api/v3")
     assert git_host(enterprise) == "git.example.com"
+    on_its_port = GitHubSettings(base_url="https://git.example.com:8443/api/v3")
+    assert git_host(on_its_port) == "git.example.com:8443"
+
+
+def fill_url(config: list[str], url: str, cwd: Path) -> str:
+    """What `git credential fill` gets for a remote's URL: git splits it into protocol and
+    host (with the port when the URL has one) exactly as it does for a push."""
+    result = subprocess.run(
+        git_argv(*config, "credential", "fill"),
+        input=f"url={url}\n\n",
+        cwd=cwd,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.stdout
+
+
+@pytest.mark.parametrize(
+    ("api", "remote", "given"),
+    [
+        # GitHub Enterprise on a port of its own: git asks for `host:port`.
+        ("https://git.example.com:8443/api/v3", "https://git.example.com:8443/a/b.git", True),
+        # The same host on another port is another server: no token for it.
+        ("https://git.example.com:8443/api/v3", "https://git.example.com:9999/a/b.git", False),
+        ("https://git.example.com:8443/api/v3", "https://git.example.com/a/b.git", False),
+        # https's own port, written or not, is the same host.
+        ("https://git.example.com:443/api/v3", "https://git.example.com/a/b.git", True),
+        ("https://git.example.com/api/v3", "https://git.example.com:443/a/b.git", True),
+        ("https://api.github.com", "https://github.com/a/b.git", True),
+        ("https://api.github.com", "https://github.com:8443/a/b.git", False),
+    ],
+)
+def test_the_push_credential_matches_the_remote_host_and_port(
+    tmp_path: Path, api: str, remote: str, given: bool
+) -> None:
+    host = git_host(GitHubSettings(base_url=api))
+    with push_credentials(TOKEN, host) as config:
+        answered = f"password={TOKEN}" in fill_url(config, remote, tmp_path)
+    assert answered is given, f"{api} / {remote}: helper bound to {host!r}"
 
 
 def test_a_planted_pre_push_hook_does_not_run_on_worker_push(

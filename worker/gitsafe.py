@@ -134,6 +134,7 @@ def _helper_script(secret: Path, host: str) -> str:
         'while IFS= read -r line && [ -n "$line" ]; do\n'
         '  case "$line" in host=*) asked="${line#host=}";; esac\n'
         "done\n"
+        'asked="${asked%:443}"\n'  # https's own port, written out, is the same host
         f'[ "$asked" = {shlex.quote(host)} ] || exit 0\n'
         f"[ -f {path} ] || exit 0\n"
         "echo username=x-access-token\n"

@@ -201,7 +201,11 @@ def remove_label(client: GitHubClient, repo: str, number: int, label: str) -> No
 
 
 def git_host(settings: GitHubSettings) -> str:
-    """The host a push may authenticate to: github.com for the public API, else the
-    Enterprise host of `base_url` (`https://HOST/api/v3`)."""
-    host = urlsplit(settings.base_url).hostname or ""
-    return "github.com" if host == "api.github.com" else host
+    """The host a push may authenticate to, as git's credential protocol names it: github.com
+    for the public API, else the Enterprise host of `base_url` (`https://HOST/api/v3`), with
+    its port when it has one other than https's 443 (git asks for `HOST:PORT` then)."""
+    parts = urlsplit(settings.base_url)
+    host = parts.hostname or ""
+    if host == "api.github.com":
+        return "github.com"
+    return f"{host}:{parts.port}" if parts.port not in (None, 443) else host
