@@ -11,6 +11,7 @@ CONDITION_WORDS = {
     "roosync_response": "a reply in the inbox",
     "github_decision": "a decision on GitHub",
     "time": "a moment",
+    "pull_request": "its pull request",
 }
 
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names for mypy; worker.models loads this module at the first use
     from worker.models import AgentEvent, InfraFailure, Outcome, Task
@@ -100,6 +100,8 @@ class TaskResult:
     review_s: float = 0.0  # the reviewers after the task: their time and cost, kept apart
     review_cost_usd: float = 0.0
     infra: InfraFailure | None = None  # the task ended on an infrastructure failure
+    # The pull request the report opened or found (`number`, `url`, `head`), when one did.
+    pull_request: dict[str, Any] | None = None
 
     @property
     def mode(self) -> str | None:

@@ -24,6 +24,7 @@ from worker.sources.fallback import failure_report, run_checks
 from worker.store import Store
 from worker.supervision.factory import make_supervisor
 from worker.waits import record
+from worker.waits.saving import WaitPoint, save_pull_request_wait
 from worker.workspace_git import create_worktree, finish_worktree
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,8 @@ def execute(
         wait_path = decision.wait.ref
         start = _restore(settings, wait_path, mode_id, decision.wait.answer)
     cwd, branch = settings.workspace, None
-    if options.use_worktree:
+    # A task that follows its pull request works on the pull request's branch again.
+    if options.use_worktree or "pr" in task.ref:
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
     ctx = LoopContext(
         settings=settings,
@@ -148,6 +150,28 @@ def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> Start
     )
 
 
+def _follow(settings: Settings, task: Task, result: TaskResult) -> None:
+    """The report opened or updated the task's pull request: the task waits on it."""
+    assert result.pull_request is not None
+    last = result.iterations[-1] if result.iterations else None
+    point = WaitPoint(
+        task,
+        mode=result.mode or "",
+        model=last.model if last else "",
+        iteration=last.iteration if last else 1,
+        output=result.final_text,
+        session_id=result.session_id,
+        modes_used=list(result.modes),
+        cost_usd=result.cost_usd,
+    )
+    rounds = int(task.ref["prRounds"]) + 1 if "prRounds" in task.ref else 0
+    try:
+        result.wait_state = save_pull_request_wait(settings, point, result.pull_request, rounds)
+    except Exception as exc:  # the pull request stays; the task cannot follow it
+        log.warning("could not follow the pull request of %s: %s", task.id, exc)
+        result.reason_codes.append("PR_FOLLOW_FAILED")
+
+
 def _report(
     settings: Settings,
     store: Store,
@@ -162,6 +186,8 @@ def _report(
         except Exception as exc:  # the outcome is in SQLite; a report can be retried
             log.warning("could not report %s to %s: %s", task.id, task.source, exc)
             result.reason_codes.append("REPORT_FAILED")
+        if result.pull_request is not None and result.outcome is Outcome.WAITING:
+            _follow(settings, task, result)
         if wait_path is None:
             source.release(task, result)
     if wait_path is not None:

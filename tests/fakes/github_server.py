@@ -16,6 +16,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -118,6 +119,8 @@ class FakeGitHub:
             "comments": {},
             "events": {},
             "pulls": [],
+            "commits": {},  # sha -> {"check_runs": [...], "statuses": [...]}
+            "protection": {},  # branch -> required check names (absent: 404, unreadable)
             "collaborators": {"worker-bot": "write", **(collaborators or {})},
         }
         self.repos[full] = repo
@@ -359,8 +362,17 @@ class FakeGitHub:
                 },
                 {},
             )
-        if rest[0] == "pulls":
+        if rest[0] == "pulls" and len(rest) == 1:
             return self._pulls(method, repo, query, body)
+        if rest[0] in ("pulls", "commits", "check-runs", "branches"):
+            return self._pull_parts(method, repo, rest, body, login)
+        if (
+            rest[0] == "issues"
+            and len(rest) >= 2
+            and rest[1].isdigit()
+            and self.pull_of(full, int(rest[1]))
+        ):
+            return self._pull_as_issue(repo, int(rest[1]), rest[2:])
         if rest[:2] == ["issues", "comments"] and len(rest) == 3:
             found = repo["comments"].get(int(rest[2]))
             if found is None:
@@ -454,14 +466,194 @@ class FakeGitHub:
                 "state": "open",
                 "title": body["title"],
                 "body": body.get("body"),
-                "head": {"ref": body["head"], "label": body["head"]},
+                "head": {"ref": body["head"], "label": body["head"], "sha": f"{number:040x}"},
                 "base": {"ref": body["base"]},
                 "html_url": f"https://github.com/{repo['full_name']}/pull/{number}",
+                "merged": False,
+                "merged_at": None,
+                "merged_by": None,
+                "mergeable": True,
+                "labels": [],
+                "user": user("worker-bot"),
+                "created_at": iso(),
+                "updated_at": iso(),
+                # the fake's own bookkeeping (GitHub keeps these elsewhere)
+                "_reviews": [],
+                "_comments": [],
+                "_events": [],
+                "_closed_by": None,
             }
             repo["pulls"].append(pull)
-            return 201, pull, {}
+            return 201, _public(pull), {}
         head = query.get("head", "").split(":")[-1]
-        return 200, [p for p in repo["pulls"] if not head or p["head"]["ref"] == head], {}
+        state = query.get("state", "open")
+        found = [
+            _public(p)
+            for p in repo["pulls"]
+            if (not head or p["head"]["ref"] == head) and state in ("all", p["state"])
+        ]
+        return 200, found, {}
+
+    # -- pull requests: reviews, checks, merge (seeded by the tests, read by worker) ---------
+    def pull_of(self, full: str, number: int) -> dict[str, Any] | None:
+        return next((p for p in self.repos[full]["pulls"] if p["number"] == number), None)
+
+    def set_checks(
+        self,
+        full: str,
+        sha: str,
+        runs: Sequence[tuple[str, str, str | None, str]] = (),
+        statuses: Sequence[tuple[str, str, str]] = (),
+    ) -> None:
+        """The head commit's check runs `(name, status, conclusion, output text)` and commit
+        statuses `(context, state, description)`."""
+        with self.lock:
+            self.repos[full]["commits"][sha] = {
+                "check_runs": [
+                    {
+                        "id": self.next_id(),
+                        "name": name,
+                        "status": status,
+                        "conclusion": conclusion,
+                        "head_sha": sha,
+                        "output": {"title": f"{name}: {conclusion}", "summary": "", "text": text},
+                    }
+                    for name, status, conclusion, text in runs
+                ],
+                "statuses": [
+                    {"context": c, "state": st, "description": d, "target_url": ""}
+                    for c, st, d in statuses
+                ],
+            }
+
+    def add_review(
+        self,
+        full: str,
+        number: int,
+        login: str,
+        state: str,
+        body: str = "",
+        commit_id: str | None = None,
+    ) -> None:
+        with self.lock:
+            pull = self.pull_of(full, number)
+            assert pull is not None
+            pull["_reviews"].append(
+                {
+                    "id": self.next_id(),
+                    "user": user(login),
+                    "state": state,
+                    "body": body,
+                    "commit_id": commit_id or pull["head"]["sha"],
+                    "submitted_at": iso(),
+                }
+            )
+            pull["updated_at"] = iso()
+
+    def add_review_comment(
+        self, full: str, number: int, login: str, path: str, line: int, body: str
+    ) -> None:
+        with self.lock:
+            pull = self.pull_of(full, number)
+            assert pull is not None
+            at = iso()
+            pull["_comments"].append(
+                {
+                    "id": self.next_id(),
+                    "user": user(login),
+                    "path": path,
+                    "line": line,
+                    "body": body,
+                    "created_at": at,
+                    "updated_at": at,
+                }
+            )
+
+    def label_pull(self, full: str, number: int, name: str, by: str) -> None:
+        with self.lock:
+            pull = self.pull_of(full, number)
+            assert pull is not None
+            if name not in [lb["name"] for lb in pull["labels"]]:
+                pull["labels"].append(self._label(name))
+            pull["_events"].append(self._event("labeled", by, name, time.time()))
+
+    def close_pull(self, full: str, number: int, by: str, merged: bool = False) -> None:
+        with self.lock:
+            pull = self.pull_of(full, number)
+            assert pull is not None
+            pull["state"] = "closed"
+            if merged:
+                pull.update(merged=True, merged_at=iso(), merged_by=user(by))
+            else:
+                pull["_closed_by"] = user(by)
+
+    def _pull_parts(
+        self, method: str, repo: dict[str, Any], rest: list[str], body: Any, login: str
+    ) -> tuple[int, Any, dict[str, str]]:
+        full = repo["full_name"]
+        if rest[0] == "commits" and len(rest) == 3:
+            found = repo["commits"].get(rest[1], {"check_runs": [], "statuses": []})
+            if rest[2] == "check-runs":
+                runs = found["check_runs"]
+                return 200, {"total_count": len(runs), "check_runs": runs}, {}
+            if rest[2] == "status":
+                statuses = found["statuses"]
+                states = {s["state"] for s in statuses}
+                # As on GitHub: no statuses at all reads "pending" with total_count 0.
+                state = (
+                    "failure"
+                    if states & {"failure", "error"}
+                    else "pending"
+                    if "pending" in states or not statuses
+                    else "success"
+                )
+                return 200, {"state": state, "total_count": len(statuses), "statuses": statuses}, {}
+        if rest[0] == "check-runs" and len(rest) == 3 and rest[2] == "annotations":
+            return 200, [], {}
+        if rest[0] == "branches" and rest[2:] == ["protection", "required_status_checks"]:
+            required = repo["protection"].get(rest[1])
+            if required is None:
+                return 404, {"message": "Branch not protected"}, {}
+            return 200, {"strict": False, "contexts": list(required), "checks": []}, {}
+        pull = self.pull_of(full, int(rest[1])) if rest[0] == "pulls" else None
+        if pull is None:
+            return 404, {"message": "Not Found"}, {}
+        tail = rest[2:]
+        if not tail:
+            return 200, _public(pull), {}
+        if tail == ["reviews"]:
+            return 200, list(pull["_reviews"]), {}
+        if tail == ["comments"]:
+            return 200, list(pull["_comments"]), {}
+        if tail == ["merge"] and method == "PUT":
+            if pull["state"] != "open" or not pull["mergeable"]:
+                return 405, {"message": "Pull Request is not mergeable"}, {}
+            if body.get("sha") and body["sha"] != pull["head"]["sha"]:
+                return 409, {"message": "Head branch was modified"}, {}
+            self.close_pull(full, pull["number"], login, merged=True)
+            pull["_merge_method"] = body.get("merge_method")
+            return 200, {"merged": True, "message": "Pull Request successfully merged"}, {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _pull_as_issue(
+        self, repo: dict[str, Any], number: int, tail: list[str]
+    ) -> tuple[int, Any, dict[str, str]]:
+        """A pull request is an issue too: its events (labels) and who closed it."""
+        pull = self.pull_of(repo["full_name"], number)
+        assert pull is not None
+        if tail == ["events"]:
+            return 200, list(pull["_events"]), {}
+        if not tail:
+            return (
+                200,
+                {"number": number, "state": pull["state"], "closed_by": pull["_closed_by"]},
+                {},
+            )
+        return 404, {"message": "Not Found"}, {}
+
+
+def _public(pull: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in pull.items() if not k.startswith("_")}
 
 
 def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:

@@ -135,7 +135,8 @@ def _waiting(data: dict[str, Any]) -> None:
             {
                 "task": w["task_id"],
                 "waits for": CONDITION_WORDS.get(w["resume_when"], w["resume_when"])
-                + (f": {w['wait_for']}" if w["wait_for"] else ""),
+                + (f": {w['wait_for']}" if w["wait_for"] else "")
+                + (f" (now {w['pull_request']})" if w.get("pull_request") else ""),
                 "since": moment(w["since"]),
                 "for": duration(w["waiting_s"]),
                 "ready": yes_no(w["ready"]),

@@ -62,6 +62,8 @@ def _readable(wait: dict[str, Any]) -> dict[str, Any]:
     what = CONDITION_WORDS.get(wait["resume_when"], wait["resume_when"])
     if wait.get("wait_for"):
         what = f"{what}: {wait['wait_for']}"
+    if wait.get("pull_request"):
+        what = f"{what} (now {wait['pull_request']})"
     return {
         "task": wait["task_id"],
         "waits for": what,

@@ -178,6 +178,25 @@ class GitHubDecision:
         return github_decision(ctx, waits)
 
 
+class PullRequest:
+    """The pull request the task opened: failing checks, a trusted reviewer's requests or a
+    conflict resume the task; merged or closed ends it (`worker.waits.github_pr`)."""
+
+    name = "pull_request"
+
+    def check(self, ctx: CheckContext, waits: Sequence[Waiting]) -> list[Verdict]:
+        from worker.waits.github_pr import pull_request_verdicts  # only with such a wait
+
+        return pull_request_verdicts(ctx, waits)
+
+
 def registry() -> list[ResumeCondition]:
     """The built-in conditions in the order phase 0 asks them (cheap and local first)."""
-    return [TimeCondition(), IntercomMessage(), RooSyncResponse(), UserApproval(), GitHubDecision()]
+    return [
+        TimeCondition(),
+        IntercomMessage(),
+        RooSyncResponse(),
+        UserApproval(),
+        GitHubDecision(),
+        PullRequest(),
+    ]

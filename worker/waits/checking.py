@@ -59,6 +59,9 @@ def check(
         _remember(ledger, waits, verdicts, rows, stamps, now, settings)
     for wait in waits:
         verdict = verdicts.get(wait.key) or Verdict()
+        if verdict.end is not None and not dry_run:
+            _end(settings, store, wait, verdict.end, result)
+            continue
         if verdict.answer is None:
             result.pending += 1
             continue
@@ -71,6 +74,25 @@ def check(
             )
         )
     return github
+
+
+def _end(
+    settings: Settings,
+    store: Store | None,
+    wait: Waiting,
+    end: tuple[str, str],
+    result: WaitScan,
+) -> None:
+    """The wait ends without the agent (its pull request merged or closed): reported to the
+    task's source, the file set aside; a failed report leaves it to the next run."""
+    from worker.models import Outcome
+    from worker.waits.expiry import end_wait
+
+    outcome, reason = Outcome(end[0]), end[1]
+    if end_wait(settings, store, wait.path, wait.state, outcome, reason, WaitCode.PR_ENDED):
+        result.ended.append(wait.state.task_id)
+    else:
+        result.pending += 1
 
 
 def _waitings(
@@ -117,7 +139,7 @@ def _needs_github(waits: list[Waiting]) -> bool:
         w
         for w in waits
         if w.due
-        and w.kind in ("user_approval", "github_decision")
+        and w.kind in ("user_approval", "github_decision", "pull_request")
         and ("repo" in w.state.source_ref or "#" in w.state.task_id)
     ]
     if not maybe:

@@ -52,6 +52,8 @@ class Verdict:
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (reason code, detail)
     looked_remote: bool = False  # a remote source was asked (the recheck clock restarts)
     seen: str | None = None  # the issue's `updated_at` the remote look saw
+    # The wait ends without resuming the agent: (outcome, reason), e.g. its pull request merged.
+    end: tuple[str, str] | None = None
 
 
 @dataclass

@@ -78,7 +78,7 @@ def _batched(ctx: CheckContext, waits: Sequence[Waiting], read: Reader) -> list[
     return out
 
 
-def _may(ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, login: str) -> bool:
+def may_answer(ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, login: str) -> bool:
     listed = (
         wait.state.approvers or ctx.settings.waits.approvers or ctx.settings.github.trusted_users
     )
@@ -102,7 +102,7 @@ def _approval(
                 ("APPROVAL_EDITED", f"{word} by {comment.author} on {repo}#{number}, edited")
             )
             continue
-        if not _may(ctx, look, wait, repo, comment.author):
+        if not may_answer(ctx, look, wait, repo, comment.author):
             verdict.ignored.append(
                 ("APPROVER_NOT_ALLOWED", f"{word} by {comment.author} on {repo}#{number}")
             )
@@ -122,7 +122,7 @@ def _decision(
     for event in sorted(look.events(repo, number, wait.since), key=lambda e: e.created_at):
         if event.event == "labeled" and not event.detail.lower().startswith("decision:"):
             continue
-        if event.event != "merged" and not _may(ctx, look, wait, repo, event.actor):
+        if event.event != "merged" and not may_answer(ctx, look, wait, repo, event.actor):
             verdict.ignored.append(
                 ("APPROVER_NOT_ALLOWED", f"{event.event} by {event.actor} on {repo}#{number}")
             )

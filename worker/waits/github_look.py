@@ -45,6 +45,12 @@ class GitHubLook(Protocol):
     @property
     def costed(self) -> int: ...
 
+    @property
+    def client(self) -> GitHubClient | None:
+        """The client itself, for the pull requests' reads (`worker.waits.github_pr`); None
+        where nothing may be asked."""
+        ...
+
     def updated(self, repo: str, since: datetime) -> dict[int, datetime]:
         """`{number: updated_at}` of the repo's issues updated after `since` (one look)."""
         ...

@@ -42,6 +42,8 @@ class WaitCode(StrEnum):
     WAIT_STATE_EDITED = "WAIT_STATE_EDITED"  # a file changed outside worker: edit ignored
     WAIT_ADOPTED = "WAIT_ADOPTED"  # a file taken as a wait by `worker waits adopt`
     NOTE_UNSIGNED = "NOTE_UNSIGNED"  # an intercom file not written by worker's CLI: refused
+    PR_ENDED = "PR_ENDED"  # the followed pull request was merged or closed: the task ended
+    PR_MERGE_BLOCKED = "PR_MERGE_BLOCKED"  # the merge label is there, something else is not
 
 
 def _v1(db: sqlite3.Connection) -> None:

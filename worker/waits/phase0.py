@@ -47,6 +47,7 @@ class WaitScan:
     pending: int = 0
     errors: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)  # task ids ended as expired this run
+    ended: list[str] = field(default_factory=list)  # task ids ended by their condition
     consumed: int = 0  # answers moved to done/ after their task was resumed
     github_requests: int = 0  # requests that cost rate limit (a 304 does not)
 

@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.models import StatusBlock, Task
 from worker.waits.record import save_wait
@@ -87,6 +87,8 @@ def save_agent_wait(
     when = (status.resume_when or "").strip()
     try:
         kind, moment = parse_resume_when(when)
+        if kind == "pull_request":  # a pull request is worker's to follow, not the agent's
+            raise ValueError("pull_request is worker's own condition, after it opens one")
     except ValueError as exc:
         log.warning("%s: RESUME_WHEN rejected: %s", point.task.id, exc)
         codes.append("WAIT_CONDITION_DEFAULTED")
@@ -115,6 +117,30 @@ def save_usage_wait(
     state.wait_for = f"usage limit reset at {at.isoformat()}"
     extra = state.model_extra if state.model_extra is not None else {}
     extra["usageLimitHits"] = hits + 1
+    return save_wait(settings, state)
+
+
+def save_pull_request_wait(
+    settings: Settings, point: WaitPoint, pull: dict[str, Any], rounds: int
+) -> Path:
+    """The task opened (or updated) pull request `pull`: it waits on it. `rounds` counts the
+    follow-ups already made; past `[github] max_follow_ups` a person decides instead (an
+    approval lets the agent go on, a rejection stops it)."""
+    number, url = pull["number"], pull.get("url") or ""
+    limit = settings.github.max_follow_ups
+    if rounds >= limit:
+        state = base_state(settings, point)
+        state.reason = (
+            f"pull request #{number} has had {rounds} round(s) of fixes ([github] "
+            f"max_follow_ups = {limit}): a person decides whether the agent goes on"
+        )
+        state.wait_for = f"a person's approval to go on with pull request #{number} {url}"
+    else:
+        state = base_state(settings, point, "pull_request")
+        state.reason = f"pull request #{number} is open"
+        state.wait_for = f"pull request #{number}: its checks, reviews and merge {url}".strip()
+    state.source_ref.update({"pr": int(number), "prRounds": rounds})
+    state.resume_brief = f"following pull request #{number}: {point.task.title}"[:300]
     return save_wait(settings, state)
 
 

@@ -73,6 +73,10 @@ def _row(
             else None
         ),
         "ready": check is not None and check.answer is not None,
+        # Where the pull request stood at the last look (`worker.waits.github_pr`).
+        "pull_request": (
+            check.seen if check is not None and state.resume_when == "pull_request" else None
+        ),
     }
 
 
@@ -249,6 +253,7 @@ class _NoGitHub:
     """`prune` only expires: it asks GitHub nothing."""
 
     costed = 0
+    client = None
 
     def updated(self, repo: str, since: datetime) -> dict[int, datetime]:
         return {}

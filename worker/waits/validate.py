@@ -16,7 +16,14 @@ from datetime import UTC, datetime
 # accepts, and this number goes up (the older records are then checked anew).
 RULES = 1
 
-CONDITIONS = ("user_approval", "roosync_response", "github_decision", "intercom_message", "time")
+CONDITIONS = (
+    "user_approval",
+    "roosync_response",
+    "github_decision",
+    "intercom_message",
+    "time",
+    "pull_request",  # worker's own, after it opened a pull request; never the agent's to ask
+)
 
 # Dates outside these bounds are typing mistakes or attacks, not waits; the upper bound leaves
 # room for any expiry arithmetic (Python's datetime ends in year 9999).

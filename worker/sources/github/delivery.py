@@ -32,6 +32,7 @@ def report_to_issue(
         notes = _deliver(client, settings, task, result, open_pr)
     except Exception as exc:  # an unreadable answer: the comment and labels still go out
         notes = [f"⚠️ could not deliver the branch: {redact(str(exc))}"]
+    follow_pull_request(gh, result)
     try:
         _write_status(client, settings.machine_id, task, repo, number, result, notes)
     except GitHubError as exc:
@@ -71,13 +72,33 @@ def _deliver(
     if error is not None:
         return [f"⚠️ {error}"]
     notes = [f"Branch `{result.branch}` pushed."]
-    if open_pr:
+    if open_pr or "pr" in task.ref:  # a pull request once opened stays the task's
         try:
-            url = open_pull_request(client, settings.github, task, result.branch)
+            pull = open_pull_request(client, settings.github, task, result.branch)
+            url = str(pull.get("html_url") or pull.get("url") or "")
+            head = (pull.get("head") or {}).get("sha")
+            result.pull_request = {"number": int(pull["number"]), "url": url, "head": head}
             notes.append(f"Pull request: {url}")
         except Exception as exc:  # GitHubError, or an answer we cannot read
             notes.append(f"⚠️ could not open a pull request: {redact(str(exc))}")
     return notes
+
+
+def follow_pull_request(settings: GitHubSettings, result: TaskResult) -> None:
+    """A task that opened (or updated) its pull request is not done: it waits on the pull
+    request, for its checks, its reviews and its merge (`worker.waits.github_pr`)."""
+    pull = result.pull_request
+    if pull is None or result.outcome is not Outcome.SUCCESS:
+        return
+    if not settings.follow_pull_requests:
+        return
+    result.outcome = Outcome.WAITING
+    result.reason_codes.append("PR_FOLLOWED")
+    said = f"{result.reason.rstrip('.')}. " if result.reason else ""
+    result.reason = (
+        f"{said}Pull request #{pull['number']} is open: worker follows its checks, reviews "
+        "and merge, and resumes the task when they need work."
+    )
 
 
 def _write_status(
@@ -149,8 +170,8 @@ def push_branch(
 
 def open_pull_request(
     client: GitHubClient, settings: GitHubSettings, task: Task, branch: str
-) -> str:
-    """The URL of the open pull request for `branch` (found, else created), linking the issue."""
+) -> dict[str, Any]:
+    """The open pull request for `branch` (found, else created), linking the issue."""
     repo, number = task.ref["repo"], task.ref["number"]
     owner = repo.split("/", 1)[0]
 
@@ -188,7 +209,9 @@ def open_pull_request(
             found = existing()  # "A pull request already exists", or nothing to merge
             if found is None:
                 raise
-    return str(found.get("html_url") or found.get("url") or "")
+    if not isinstance(found, dict) or not str(found.get("number", "")).isdigit():
+        raise GitHubError(f"the pull request for {branch} has no number")
+    return found
 
 
 def remove_label(client: GitHubClient, repo: str, number: int, label: str) -> None:

@@ -7,6 +7,7 @@ is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 # Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import re
+from typing import Literal
 
 from pydantic import (
     BaseModel,
@@ -44,6 +45,15 @@ class GitHubSettings(BaseModel):
     push: bool = True  # push the task branch on success (with --use-worktree)
     pr_base: str | None = None  # None = the repository's default branch
     remote: str = "origin"
+    # A pull request the task opened keeps the task alive: it resumes when the checks fail, a
+    # trusted reviewer asks for changes, or the base moved into a conflict; it ends when the
+    # pull request is merged (success) or closed (cancelled).
+    follow_pull_requests: bool = True
+    max_follow_ups: int = Field(3, ge=0, le=50)  # rounds of fixes, then a person decides
+    # On the pull request, put there by a trusted person: merge once every required check
+    # passed and a trusted approval stands on the current head.
+    merge_label: str = Field("worker:merge", min_length=1)
+    merge_method: Literal["merge", "squash", "rebase"] = "squash"
     # API behaviour
     request_timeout_s: int = Field(15, ge=1)  # seconds (an int for PyGithub); its default
     retries: int = Field(3, ge=0, le=10)
