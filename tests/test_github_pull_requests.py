@@ -48,6 +48,7 @@ def _workspace(tmp_path: Path, server: FakeGitHub, **github: Any) -> Path:
     git(ws, "add", "-A")
     git(ws, "commit", "-m", "init")
     git(ws, "remote", "add", "origin", str(origin))
+    git(ws, "push", "-q", "origin", "main")
     section = settings_for(server, open_pr=True, **github)
     lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
     lines += ["[waits]", "recheck_interval_s = 0", "[review]", "enabled = false"]
@@ -176,13 +177,35 @@ def test_changes_requested_by_a_trusted_reviewer_resume_with_the_comments(
         assert never not in prompt
 
 
-def test_a_conflict_with_the_base_resumes_the_task_to_resolve_it(
-    ws: Path, server: FakeGitHub, fake_claude: FakeAgent
+def test_a_conflict_with_the_base_is_brought_in_for_the_agent_to_resolve(
+    ws: Path, server: FakeGitHub, fake_claude: FakeAgent, tmp_path: Path
 ) -> None:
+    """The base moved and conflicts: worker merges it into the branch before the agent runs
+    (markers in the file, the conflicting files named), and the agent's resolution concludes
+    the merge on the pull request's branch."""
     pull = _opened(ws, server, fake_claude)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(other))
+    (other / "parser.py").write_text("def parse(): return 'theirs'\n")
+    git(other, "add", "-A")
+    git(other, "-c", "user.name=o", "-c", "user.email=o@o", "commit", "-qm", "theirs")
+    git(other, "push", "-q", "origin", "main")
     pull["mergeable"] = False
+    fake_claude.answers(
+        {
+            "status": "success",
+            "reason": "conflict resolved",
+            "files": [{"path": "parser.py", "text": "def parse(): return 'both'\n"}],
+        }
+    )
     assert _run(ws).task_id == TASK
-    assert "conflicts with `main`" in fake_claude.task_calls[-1]["stdin"]
+    prompt = fake_claude.task_calls[-1]["stdin"]
+    assert "conflicts with its base `main`" in prompt
+    assert "these files conflict" in prompt and "parser.py" in prompt
+    origin = tmp_path / "origin.git"
+    parents = git(origin, "log", "-1", "--format=%P", BRANCH).split()
+    assert len(parents) == 2, "the resolution concluded the merge of main"
+    assert git(origin, "show", f"{BRANCH}:parser.py") == "def parse(): return 'both'\n"
 
 
 def test_closed_without_merge_cancels_the_task_naming_who_closed_it(

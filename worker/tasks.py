@@ -53,6 +53,8 @@ def execute(
     # A task that follows its pull request works on the pull request's branch again.
     if options.use_worktree or "pr" in task.ref:
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
+    if decision.wait is not None and "pr" in task.ref:
+        start.resume_answer = _base_brought_in(settings, task, cwd, start.resume_answer)
     ctx = LoopContext(
         settings=settings,
         modes=modes,
@@ -148,6 +150,20 @@ def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> Start
         pending_answer=extra.get(ANSWER_KEY),
         model=(state.context.model or None) if same_mode else None,
     )
+
+
+def _base_brought_in(settings: Settings, task: Task, cwd: Path, answer: str | None) -> str:
+    """A pull request in conflict with its base: worker merges the base in first, so that the
+    agent resolves the conflicts in the files; what it did goes with the answer."""
+    from worker.waits.github_pr import CONFLICT
+
+    base = str(task.ref.get("prBase") or "")
+    if not answer or CONFLICT not in answer or not base:
+        return answer or ""
+    from worker.sources.github.client import token_from_env
+    from worker.sources.github.delivery import bring_base_in
+
+    return f"{answer}\n\n{bring_base_in(settings.github, cwd, base, token_from_env())}"
 
 
 def _follow(settings: Settings, task: Task, result: TaskResult) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+CONFLICT = "The pull request conflicts with its base"  # the resumed run brings the base in
 FAILED_RUN = ("failure", "timed_out", "cancelled", "action_required", "startup_failure")
 EXCERPT = 1200  # characters of one failing check's output handed to the agent
 ANNOTATIONS = 10  # a failing check run's annotations read (one request, first page)
@@ -117,9 +118,9 @@ def _verdict(pull: Pull) -> Verdict:
     if pull.data.get("mergeable") is False:
         base = pull.base or "its base"
         needs.append(
-            f"The pull request conflicts with `{base}`. Bring `{base}` into the branch "
-            "(merge it), resolve the conflicts, run the tests, and commit; if the conflict "
-            "needs a decision you cannot make, say so with STATUS: wait."
+            f"{CONFLICT} `{base}`. Resolve the conflicts of the merge in progress, run the "
+            "tests, and commit; if the conflict needs a decision you cannot make, say so "
+            "with STATUS: wait."
         )
     if checks.failed and not checks.pending:
         needs.append("These checks failed on the pull request:\n\n" + "\n\n".join(checks.failed))

@@ -140,6 +140,8 @@ def save_pull_request_wait(
         state.reason = f"pull request #{number} is open"
         state.wait_for = f"pull request #{number}: its checks, reviews and merge {url}".strip()
     state.source_ref.update({"pr": int(number), "prRounds": rounds})
+    if pull.get("base"):
+        state.source_ref["prBase"] = str(pull["base"])
     state.resume_brief = f"following pull request #{number}: {point.task.title}"[:300]
     return save_wait(settings, state)
 

@@ -7,6 +7,8 @@ still lets the labels show the end state; what failed is raised at the end as on
 from __future__ import annotations
 
 import contextlib
+import tempfile
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -77,7 +79,13 @@ def _deliver(
             pull = open_pull_request(client, settings.github, task, result.branch)
             url = str(pull.get("html_url") or pull.get("url") or "")
             head = (pull.get("head") or {}).get("sha")
-            result.pull_request = {"number": int(pull["number"]), "url": url, "head": head}
+            base = (pull.get("base") or {}).get("ref")
+            result.pull_request = {
+                "number": int(pull["number"]),
+                "url": url,
+                "head": head,
+                "base": base,
+            }
             notes.append(f"Pull request: {url}")
         except Exception as exc:  # GitHubError, or an answer we cannot read
             notes.append(f"⚠️ could not open a pull request: {redact(str(exc))}")
@@ -166,6 +174,57 @@ def push_branch(
         return None
     tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
     return redact(f"git push {settings.remote} {branch} failed: {' / '.join(tail)}")
+
+
+def bring_base_in(settings: GitHubSettings, cwd: Path, base: str, token: str | None) -> str:
+    """Merge the pull request's base into its branch checked out at `cwd`, before the agent
+    resolves a conflict; what happened, in one sentence for the agent's prompt. Conflicts
+    stay in the files with their markers (the merge is in progress: the agent's commit, or
+    worker's at the end of the task, concludes it).
+
+    With a token over https the fetch runs from a scratch repository of worker's own, as the
+    push does: the token never meets the configuration the agent can write."""
+    env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
+    url = push_url(cwd, settings.remote, env)
+    with contextlib.ExitStack() as stack:
+        source, config = settings.remote, []
+        if token and url.lower().startswith("https://"):
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="worker-fetch-"))
+            run_process(git_argv("init", "-q", "--bare", scratch), cwd=cwd, timeout_s=60, env=env)
+            config = stack.enter_context(push_credentials(token, git_host(settings)))
+            ref = f"+refs/heads/{base}:refs/heads/{base}"
+            got = run_process(
+                git_argv(*config, "fetch", "-q", url, ref),
+                cwd=Path(scratch),
+                timeout_s=300,
+                env=env,
+            )
+            if got.exit_code != 0:
+                return redact(f"worker could not fetch `{base}`: {got.stderr_tail.strip()[-300:]}")
+            source = scratch
+        fetched = run_process(
+            git_argv("fetch", "-q", source, base), cwd=cwd, timeout_s=300, env=env
+        )
+    if fetched.exit_code != 0:
+        return redact(f"worker could not fetch `{base}`: {fetched.stderr_tail.strip()[-300:]}")
+    merge = ["-c", "user.name=worker", "-c", "user.email=worker@localhost"]
+    merged = run_process(
+        git_argv(*merge, "merge", "--no-edit", "FETCH_HEAD"), cwd=cwd, timeout_s=300, env=env
+    )
+    if merged.exit_code == 0:
+        return f"worker merged the latest `{base}` into the branch; it merged cleanly."
+    listed = run_process(
+        git_argv("diff", "--name-only", "--diff-filter=U"), cwd=cwd, timeout_s=60, env=env
+    )
+    files = ", ".join(listed.stdout.split()[:20])
+    if not files:  # not a conflict (unrelated histories, a dirty tree): nothing half-done
+        run_process(git_argv("merge", "--abort"), cwd=cwd, timeout_s=60, env=env)
+        said = merged.stderr_tail.strip()[-300:] or merged.stdout.strip()[-300:]
+        return redact(f"worker could not merge `{base}` into the branch: {said}")
+    return (
+        f"worker merged the latest `{base}` into the branch; these files conflict and hold "
+        f"conflict markers for you to resolve: {files}."
+    )
 
 
 def open_pull_request(
