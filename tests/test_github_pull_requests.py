@@ -308,3 +308,51 @@ def test_idle_looks_at_waiting_pull_requests_cost_no_rate_limit(
     before = server.costed
     _run(ws)
     assert server.costed == before
+
+
+def test_twenty_waiting_pull_requests_cost_no_rate_limit_when_nothing_changed(
+    ws: Path, server: FakeGitHub
+) -> None:
+    """Phase 0 over 20 pull-request waits: the first look reads each once; a look when
+    nothing changed on GitHub is conditional requests only (304s), none costed."""
+    from datetime import UTC, datetime, timedelta
+
+    from worker.store import Store
+    from worker.waits import phase0
+    from worker.waits.record import save_wait
+    from worker.waits.state import WaitState
+
+    settings = load_settings(ws)
+    at = datetime.now(UTC) - timedelta(minutes=5)
+    with Store(settings.db_path) as store:
+        for n in range(20):
+            server.add_issue(REPO, 100 + n, labels=("worker:waiting",))
+            code, pull, _ = server.handle(
+                "POST",
+                f"/repos/{REPO}/pulls",
+                {},
+                {"title": f"t{n}", "head": f"worker/b{n}", "base": "main"},
+                "worker-bot",
+            )
+            assert code == 201
+            server.set_checks(
+                REPO, pull["head"]["sha"], runs=[("tests", "completed", "success", "")]
+            )
+            state = {
+                "taskId": f"{REPO}#{100 + n}",
+                "timestamp": at,
+                "reason": "r",
+                "waitFor": "its pull request",
+                "resumeWhen": "pull_request",
+                "context": {"mode": "code-simple", "model": "haiku", "iteration": 1},
+                "source": "github",
+                "sourceRef": {"repo": REPO, "number": 100 + n, "pr": pull["number"]},
+            }
+            save_wait(settings, WaitState.model_validate(state), store)
+        first = phase0.scan(settings, store)
+        assert first.ready == [] and first.pending == 20 and first.errors == []
+        costed = server.costed
+        again = phase0.scan(settings, store)
+        assert again.ready == [] and again.pending == 20
+        assert server.costed == costed, "nothing changed: not one request costed"
+        assert server.count("GET", r"/pulls/\d+$") >= 40  # it did look, twice
