@@ -182,9 +182,11 @@ def test_detection_order_and_configured_commands(
     (workspace / "tests" / "test_demo.py").unlink()
     assert detect_plan(load_settings(workspace)).commands == ["make test"]
     (workspace / "Makefile").write_text("build:\n\techo ok\n")  # no test target: nothing
-    (workspace / "package.json").write_text('{"scripts": {"test": "echo \\"Error: no test specified\\" && exit 1"}}')
+    (workspace / "package.json").write_text(
+        '{"scripts": {"test": "echo \\"Error: no test specified\\" && exit 1"}}'
+    )
     npm = detect_plan(load_settings(workspace))
-    assert npm.commands[-1] == "npm test" and "no test script" in (npm.problem or "npm missing")
+    assert npm.commands[-1] == "npm test" and "no test script" in (npm.problem or "")
     monkeypatch.setenv("WORKER_FALLBACK__TEST", '["make check"]')
     configured = detect_plan(load_settings(workspace))
     assert configured.commands == ["make check"] and configured.problem is None
@@ -228,7 +230,9 @@ def test_a_dry_run_warns_that_the_agent_cli_is_missing(
     assert dry.returncode == 0, dry.stderr
     assert "agent command: claude" in dry.stdout
     assert "Claude Code cannot start: `claude` was not found on PATH" in dry.stderr
-    as_json = json.loads(run_worker(workspace, "run", "--dry-run", "--json", env={"PATH": str(empty)}).stdout)
+    as_json = json.loads(
+        run_worker(workspace, "run", "--dry-run", "--json", env={"PATH": str(empty)}).stdout
+    )
     assert any("cannot start" in note for note in as_json["notes"])
 
 

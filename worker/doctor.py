@@ -28,9 +28,9 @@ from worker.platform.schedule import schedule_env
 from worker.proc import run_process
 from worker.review.settings import reviewers_line
 from worker.sources.fallback import load_problem
-from worker.sources.project_checks import detect_plan
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
+from worker.sources.project_checks import detect_plan
 
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.

@@ -21,9 +21,9 @@ from worker.run_report import RunOptions
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import (
-    CheckResult,
     SETUP_PROBLEM,
     SETUP_PROBLEM_KNOWN,
+    CheckResult,
     failure_report,
     forget_problem,
     remember_problem,

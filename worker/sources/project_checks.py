@@ -113,11 +113,13 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
     for pattern, words in _SETUP_OUTPUT:
         if re.search(pattern, output, re.M):
             return f"`{command}`: {words} ({last})"
-    if not own_env and re.search(r"^E\s+ModuleNotFoundError|^ImportError while importing", output, re.M):
-        return f"`{command}` ran outside the project's environment, which lacks its packages ({last})"
+    if not own_env and _IMPORT_FAILED.search(output):
+        # Not the project's environment: a package it lacks is a set-up problem, not a bug.
+        return f"`{command}` ran outside the project's environment, which lacks a package ({last})"
     return None
 
 
+_IMPORT_FAILED = re.compile(r"^E\s+ModuleNotFoundError|^ImportError while importing", re.M)
 _SETUP_OUTPUT: list[tuple[str, str]] = [
     (r"Missing script: \"?test", "package.json has no test script"),
     (r"No rule to make target '?test", "the Makefile has no test target"),
@@ -185,7 +187,9 @@ _PYTHON_TOOLS: tuple[Callable[[Path], CheckPlan | None], ...] = (
         "Hatch's test environment",
         "hatch test",
     ),
-    _tool("tox", _either(_file("tox.ini"), _pyproject_has("tool.tox")), "tox's environments", "tox"),
+    _tool(
+        "tox", _either(_file("tox.ini"), _pyproject_has("tool.tox")), "tox's environments", "tox"
+    ),
     _tool("nox", _file("noxfile.py"), "nox's sessions", "nox"),
 )
 
@@ -193,7 +197,8 @@ _PYTHON_TOOLS: tuple[Callable[[Path], CheckPlan | None], ...] = (
 def _make(workspace: Path) -> CheckPlan | None:
     for name in _MAKEFILES:
         path = workspace / name
-        if path.is_file() and _TEST_TARGET.search(path.read_text(encoding="utf-8", errors="replace")):
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        if _TEST_TARGET.search(text):
             return _needs("make", f"the {name}'s test target", ["make test"])
     return None
 
@@ -210,9 +215,9 @@ def _npm(workspace: Path) -> CheckPlan | None:
     test = scripts.get("test") if isinstance(scripts, dict) else None
     problem = plan.problem
     if not isinstance(test, str) or _NPM_PLACEHOLDER in test:
-        problem = problem or "package.json has no test script (npm test would run nothing)"
-    elif not (workspace / "node_modules").is_dir():
-        problem = problem or "node_modules is missing: install the dependencies (npm ci)"
+        problem = "package.json has no test script (npm test would run nothing)"
+    elif problem is None and not (workspace / "node_modules").is_dir():
+        problem = "node_modules is missing: install the dependencies (npm ci)"
     return CheckPlan(plan.environment, plan.commands, problem)
 
 
