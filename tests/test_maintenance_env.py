@@ -201,6 +201,8 @@ def test_cannot_run_reads_the_interpreters_and_shells_words() -> None:
     assert cannot_run("python -m pytest -q", 2, failing, own_env=False)
     assert cannot_run("cargo test", 127, "sh: 1: cargo: not found\n", own_env=True)
     assert cannot_run("npm test", 1, 'npm ERR! Missing script: "test"\n', own_env=True)
+    make = "sh: 1: tox: not found\nmake: *** [Makefile:2: test] Error 127\n"
+    assert "not installed" in (cannot_run("make test", 2, make, own_env=True) or "")
     assert cannot_run("make test", 1, "test_x.py F\n1 failed\n", own_env=True) is None
 
 

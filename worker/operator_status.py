@@ -30,7 +30,8 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     data.update(running=[], failures=[], spent_today_usd=0.0, unsent=0)
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
     data["queue"] = queue_depth(settings) if with_queue else None
-    known = load_problem(settings, None)  # maintenance's set-up problem, told in words
+    # Maintenance's set-up problem, told in words while maintenance is on.
+    known = load_problem(settings, None) if settings.fallback.enabled else None
     data["maintenance_problem"] = known.as_dict() if known is not None else None
     if not settings.db_path.exists():
         return data

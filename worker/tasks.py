@@ -115,7 +115,7 @@ def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         checks = [] if problem else _checks(ctx, task, commands)
         problem = problem or next((check.problem for check in checks if check.problem), None)
         if problem:
-            return _setup_problem(ctx.store, task, problem)
+            return _setup_problem(ctx, task, problem)
         forget_problem(ctx.store)
         failing = [check for check in checks if not check.ok]
         if not failing:
@@ -141,11 +141,11 @@ def _checks(ctx: LoopContext, task: Task, commands: list[str]) -> list[CheckResu
     )
 
 
-def _setup_problem(store: Store, task: Task, problem: str) -> TaskResult:
+def _setup_problem(ctx: LoopContext, task: Task, problem: str) -> TaskResult:
     """Checks that could not run: a person's to fix, in words; no agent is started. Told once
     (`notify`); maintenance comes back when the project or settings change, or after its
     interval (`FallbackSource.list`)."""
-    news = remember_problem(store, task, problem)
+    news = remember_problem(ctx.store, ctx.settings, task, problem)
     where = task.ref.get("environment") or "the project"
     reason = (
         f"the maintenance checks cannot run in {where}: {problem}. No agent was started. "

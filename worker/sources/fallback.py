@@ -122,7 +122,6 @@ class FallbackSource:
                 "environment": plan.environment,
                 "problem": plan.problem,
                 "own_env": plan.own_env,
-                "fingerprint": plan.fingerprint(self.settings.workspace),
             },
         )
 
@@ -144,16 +143,17 @@ class FallbackSource:
             )
             return listing
         interval = self.settings.fallback.interval_hours * 3600
-        due = self.last_run is None or now - self.last_run >= interval
+        if self.last_run is None or now - self.last_run >= interval:
+            listing.tasks.append(task)
+            return listing
         known = load_problem(self.settings, self.store)
-        if known is not None and not due and known.fingerprint == task.ref["fingerprint"]:
+        if known is None:
+            listing.skipped.append(Skipped(task.id, "FALLBACK_NOT_DUE"))
+        elif known.fingerprint == fingerprint(self.settings):
             # Told once; tried again when what decides the checks changes, or after the interval.
             listing.skipped.append(Skipped(task.id, SETUP_PROBLEM, known.problem))
-            return listing
-        if not due and known is None:
-            listing.skipped.append(Skipped(task.id, "FALLBACK_NOT_DUE"))
-            return listing
-        listing.tasks.append(task)
+        else:
+            listing.tasks.append(task)  # the project or settings changed: maybe it is fixed
         return listing
 
     def find(self, task_id: str) -> Task | None:
@@ -208,16 +208,21 @@ def load_problem(settings: Settings, store: Store | None) -> SetupProblem | None
     return _parse(store.get(SETUP_KEY) if store is not None else _read_only(settings.db_path))
 
 
-def remember_problem(store: Store, task: Task, problem: str) -> bool:
-    """Remember the problem for this task's fingerprint; True when it is news (not the
-    problem already remembered), which is when a person is told."""
+def fingerprint(settings: Settings) -> str:
+    """What decides the checks now (a few milliseconds: read only with a problem to match)."""
+    return detect_plan(settings).fingerprint(settings.workspace)
+
+
+def remember_problem(store: Store, settings: Settings, task: Task, problem: str) -> bool:
+    """Remember the problem with the fingerprint of what decides the checks now (after they
+    ran: a tool that made the environment counts); True when it is news (not the problem
+    already remembered), which is when a person is told."""
     now = time.time()
     known = _parse(store.get(SETUP_KEY))
     news = known is None or known.problem != problem
     since = now if news or known is None else known.since
-    fingerprint = str(task.ref.get("fingerprint", ""))
     environment = str(task.ref.get("environment", ""))
-    entry = SetupProblem(problem, fingerprint, since, now, environment)
+    entry = SetupProblem(problem, fingerprint(settings), since, now, environment)
     store.put(SETUP_KEY, json.dumps(entry.as_dict()))
     return news
 

@@ -107,15 +107,24 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
     module = _module_of(command)
     missing = re.search(r"No module named '?([\w.]+)'?", output)
     if module and missing and missing.group(1) == module:
-        return f"`{command}`: this Python has no module {module} ({last})"
+        python = command.split(" -m ", 1)[0].strip()
+        return (
+            f"`{command}`: this Python has no module {module} ({last}); install it there "
+            f"(`{python} -m pip install {module}`)"
+        )
     if exit_code == 5 and "no tests ran" in output:  # pytest's exit code 5: none collected
         return f"`{command}` collected no tests"
+    # The line that shows it, not the last one: a summary's timing would make each try's
+    # words differ, and the same problem must read the same to be told once.
     for pattern, words in _SETUP_OUTPUT:
-        if re.search(pattern, output, re.M):
-            return f"`{command}`: {words} ({last})"
-    if not own_env and _IMPORT_FAILED.search(output):
+        found = re.search(pattern, output, re.M)
+        if found:
+            return f"`{command}`: {words} ({_line_at(output, found.start())})"
+    found = _IMPORT_FAILED.search(output) if not own_env else None
+    if found:
         # Not the project's environment: a package it lacks is a set-up problem, not a bug.
-        return f"`{command}` ran outside the project's environment, which lacks a package ({last})"
+        where = _line_at(output, found.start())
+        return f"`{command}` ran outside the project's environment, which lacks a package ({where})"
     return None
 
 
@@ -123,6 +132,7 @@ _IMPORT_FAILED = re.compile(r"^E\s+ModuleNotFoundError|^ImportError while import
 _SETUP_OUTPUT: list[tuple[str, str]] = [
     (r"Missing script: \"?test", "package.json has no test script"),
     (r"No rule to make target '?test", "the Makefile has no test target"),
+    (r"\*\*\* \[[^\]]*\] Error 127", "a program its recipe runs is not installed"),
     (r"Failed to spawn: `", "uv cannot find the command in the project's environment"),
     (r"^Command not found: ", "Poetry cannot find the command in the project's environment"),
     (r"is not recognized as an internal or external command", "a program is not installed"),
@@ -265,6 +275,12 @@ def _quote(path: Path) -> str:
 def _module_of(command: str) -> str | None:
     match = re.search(r"(?:^|\s)-m\s+([\w.]+)", command)
     return match.group(1) if match else None
+
+
+def _line_at(output: str, index: int) -> str:
+    start = output.rfind("\n", 0, index) + 1
+    end = output.find("\n", index)
+    return output[start : end if end >= 0 else len(output)].strip()[:300]
 
 
 def _last_line(output: str) -> str:
