@@ -67,6 +67,9 @@ def test_a_venv_without_pytest_is_told_once_and_no_agent_runs(
     _project(workspace)
     _venv(workspace, with_pytest=False)
     _notify_to(workspace, hook)
+    dry = run_worker(workspace, "run", "--dry-run")  # the hint comes before any spend
+    assert "would run in the project's virtual environment .venv" in dry.stdout
+    assert "this Python has no module pytest" in dry.stderr and "no agent would start" in dry.stderr
 
     first = _run(workspace)
     assert first.source == "fallback" and first.outcome.value == "failure"

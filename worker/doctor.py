@@ -30,7 +30,7 @@ from worker.review.settings import reviewers_line
 from worker.sources.fallback import load_problem
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
-from worker.sources.project_checks import detect_plan
+from worker.sources.project_checks import detect_plan, probe
 
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.
@@ -286,15 +286,16 @@ def check_maintenance(context: Context) -> Iterable[Finding]:
         return
     commands = "; ".join(plan.commands)
     yield Finding("maintenance", Status.OK, f"runs `{commands}` in {plan.environment}")
-    if plan.problem:
+    problem = plan.problem or probe(plan.commands, settings.workspace)
+    if problem:
         yield Finding(
             "maintenance",
             Status.WARN,
-            f"its checks cannot run: {plan.problem}; fix it or set [fallback] test (no agent "
+            f"its checks cannot run: {problem}; fix it or set [fallback] test (no agent "
             "is started for a set-up problem)",
         )
     known = load_problem(settings, None)
-    if known is not None and known.problem != plan.problem:
+    if known is not None and known.problem != problem:
         yield Finding(
             "maintenance",
             Status.WARN,

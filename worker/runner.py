@@ -23,6 +23,7 @@ from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY, SETUP_PROBLEM
+from worker.sources.project_checks import probe
 from worker.sources.registry import build_sources
 from worker.store import Store
 
@@ -101,17 +102,19 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     report.modes, report.mode_reason = [mode_id], mode_reason
     report.command = adapter_for(settings, mode).command(request)
     if decision.task.source == "fallback":
-        report.reason, problem = _maintenance_preview(decision.task.ref)
+        report.reason, problem = _maintenance_preview(settings, decision.task.ref)
         report.notes += problem
     report.notes += _spend_notes(settings, mode)
     return report
 
 
-def _maintenance_preview(ref: dict[str, Any]) -> tuple[str, list[str]]:
-    """What maintenance would run and where, and a set-up problem seen before it runs."""
+def _maintenance_preview(settings: Settings, ref: dict[str, Any]) -> tuple[str, list[str]]:
+    """What maintenance would run and where, and a set-up problem seen before it runs (the
+    interpreter is asked whether it has the module it would run)."""
     where = ref.get("environment") or "the workspace"
-    reason = f"would run in {where}: " + "; ".join(ref.get("commands", []))
-    problem = ref.get("problem")
+    commands = list(ref.get("commands", []))
+    reason = f"would run in {where}: " + "; ".join(commands)
+    problem = ref.get("problem") or probe(commands, settings.workspace)
     if not problem:
         return reason, []
     return reason, [f"the checks cannot run: {problem}; no agent would start (a set-up problem)"]

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worker.config import Settings
+from worker.lazyimport import lazy
+
+_proc = lazy("worker.proc")  # only to ask an interpreter (a dry run, doctor), never to list
 
 _PYTHON_MARKERS = (
     "pyproject.toml",
@@ -58,6 +61,12 @@ _WATCHED = (
     "venv",
     "venv/pyvenv.cfg",
 )
+
+
+_HAS_MODULE = (
+    "import importlib.util as u, sys; sys.exit(3 if u.find_spec(sys.argv[1]) is None else 0)"
+)
+_PROBE_TIMEOUT_S = 30.0  # an interpreter's start; one that hangs is no answer
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,23 @@ def detect_plan(settings: Settings) -> CheckPlan:
     if python:
         return _python_on_path()
     return CheckPlan("none", [])
+
+
+def probe(commands: list[str], cwd: Path) -> str | None:
+    """Ask each `PYTHON -m MODULE` check's interpreter whether it has the module, without
+    running it (a dry run's and doctor's look): the set-up problem in words, or None."""
+    for command in commands:
+        module = _module_of(command)
+        words = shlex.split(command, posix=sys.platform != "win32")
+        if module is None or len(words) < 3 or words[1:3] != ["-m", module]:
+            continue
+        argv = [words[0], "-c", _HAS_MODULE, module]
+        result = _proc.run_process(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S)
+        if result.not_found or result.exit_code == 127:
+            return f"`{words[0]}` cannot be started"
+        if result.exit_code == 3:
+            return f"`{command}`: this Python has no module {module}; install it there"
+    return None
 
 
 def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: bool) -> str | None:
@@ -151,7 +177,7 @@ def _venv(workspace: Path) -> CheckPlan | None:
         if not python.exists():  # a broken link too: its base interpreter was removed
             problem = f"{where} has no working interpreter ({python}): recreate it"
             return CheckPlan(where, [command], problem)
-        return CheckPlan(f"{where} ({python})", [command])
+        return CheckPlan(where, [command])
     return None
 
 
