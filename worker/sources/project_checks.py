@@ -110,7 +110,8 @@ def probe(commands: list[str], cwd: Path) -> str | None:
     running it (a dry run's and doctor's look): the set-up problem in words, or None."""
     for command in commands:
         module = _module_of(command)
-        words = shlex.split(command, posix=sys.platform != "win32")
+        posix = sys.platform != "win32"
+        words = [word if posix else word.strip('"') for word in shlex.split(command, posix=posix)]
         if module is None or len(words) < 3 or words[1:3] != ["-m", module]:
             continue
         argv = [words[0], "-c", _HAS_MODULE, module]
