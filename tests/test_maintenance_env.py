@@ -206,6 +206,8 @@ def test_cannot_run_reads_the_interpreters_and_shells_words() -> None:
     assert cannot_run("npm test", 1, 'npm ERR! Missing script: "test"\n', own_env=True)
     make = "sh: 1: tox: not found\nmake: *** [Makefile:2: test] Error 127\n"
     assert "not installed" in (cannot_run("make test", 2, make, own_env=True) or "")
+    tox = "py38: InterpreterNotFound: python3.8\n  py38: FAIL code 1 (0.01 seconds)\n"
+    assert "interpreter it needs is missing" in (cannot_run("tox", 1, tox, own_env=True) or "")
     assert cannot_run("make test", 1, "test_x.py F\n1 failed\n", own_env=True) is None
 
 

@@ -163,6 +163,7 @@ _SETUP_OUTPUT: list[tuple[str, str]] = [
     (r"Failed to spawn: `", "uv cannot find the command in the project's environment"),
     (r"^Command not found: ", "Poetry cannot find the command in the project's environment"),
     (r"is not recognized as an internal or external command", "a program is not installed"),
+    (r"InterpreterNotFound|[Ii]nterpreter \S+ not found", "an interpreter it needs is missing"),
 ]
 
 
