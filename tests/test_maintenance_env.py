@@ -195,6 +195,20 @@ def test_detection_order_and_configured_commands(
     assert configured.commands == ["make check"] and configured.problem is None
 
 
+def test_a_venv_whose_interpreter_is_gone_is_a_setup_problem(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """A .venv made by a Python since removed: its bin/python is a dangling link."""
+    _project(workspace)
+    venv = _venv(workspace, with_pytest=False)
+    python = venv / "bin" / "python"
+    python.unlink()
+    python.symlink_to(workspace / "removed-python3")
+    report = _run(workspace)
+    assert "MAINTENANCE_SETUP_PROBLEM" in report.reason_codes
+    assert "no working interpreter" in report.reason and fake_claude.calls == []
+
+
 def test_cannot_run_reads_the_interpreters_and_shells_words() -> None:
     missing = "/p/.venv/bin/python: No module named pytest\n"
     assert cannot_run("/p/.venv/bin/python -m pytest -q", 1, missing, own_env=True)
