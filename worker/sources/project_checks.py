@@ -136,7 +136,7 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
     if module and missing and missing.group(1) == module:
         python = command.split(" -m ", 1)[0].strip()
         return (
-            f"`{command}`: this Python has no module {module} ({last}); install it there "
+            f"`{command}`: this Python has no module {module}; install it there "
             f"(`{python} -m pip install {module}`)"
         )
     if exit_code == 5 and "no tests ran" in output:  # pytest's exit code 5: none collected
