@@ -130,7 +130,7 @@ def test_reviewers_are_a_step_of_their_own_with_their_time_and_cost_apart(
     monkeypatch.delenv("WORKER_REVIEW__ENABLED")
     (workspace / "worker.toml").write_text(
         "[review.style]\nenabled = false\n[review.design]\nenabled = false\n"
-        "[review.knowledge]\ninterval = 1\n",
+        "[review.knowledge]\nenabled = true\ninterval = 1\n",
         encoding="utf-8",
     )
     task = {"status": "success", "reason": "done", "cost": 0.01}

@@ -257,7 +257,11 @@ def test_worker_run_carries_knowledge_and_survives_a_failing_reviewer(
         {"status": "success", "reason": "done", "text": "did m2"},
         {"text": style_answer("tidy the imports"), "cost": 0.02},
     )
-    env = {"WORKER_REVIEW__STYLE__INTERVAL": "1", "WORKER_REVIEW__KNOWLEDGE__ENABLED": "false"}
+    env = {
+        "WORKER_REVIEW__STYLE__ENABLED": "true",  # reviewers are off until configured
+        "WORKER_REVIEW__STYLE__INTERVAL": "1",
+        "WORKER_REVIEW__KNOWLEDGE__ENABLED": "false",
+    }
     first = run_worker(workspace, "run", env=env)
     second = run_worker(workspace, "run", env=env)
     assert first.returncode == 0, first.stderr

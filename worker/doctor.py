@@ -26,8 +26,11 @@ from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.platform.schedule import schedule_env
 from worker.proc import run_process
+from worker.review.settings import reviewers_line
+from worker.sources.fallback import load_problem
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
+from worker.sources.project_checks import detect_plan, probe
 
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.
@@ -267,6 +270,52 @@ def check_gemini(context: Context) -> Iterable[Finding]:
         )
 
 
+def check_maintenance(context: Context) -> Iterable[Finding]:
+    """How the daily maintenance runs the project's checks, and a set-up problem it met."""
+    settings = context.settings
+    if not settings.fallback.enabled:
+        yield Finding("maintenance", Status.OK, "maintenance is off ([fallback] enabled = false)")
+        return
+    plan = detect_plan(settings)
+    if not plan.commands:
+        yield Finding(
+            "maintenance",
+            Status.WARN,
+            "no build or test command detected: set [fallback] test, or maintenance does nothing",
+        )
+        return
+    commands = "; ".join(plan.commands)
+    yield Finding("maintenance", Status.OK, f"runs `{commands}` in {plan.environment}")
+    problem = plan.problem or probe(plan.commands, settings.workspace)
+    if problem:
+        yield Finding(
+            "maintenance",
+            Status.WARN,
+            f"its checks cannot run: {problem}; fix it or set [fallback] test (no agent "
+            "is started for a set-up problem)",
+        )
+    known = load_problem(settings, None)
+    if known is not None and known.problem != problem:
+        yield Finding(
+            "maintenance",
+            Status.WARN,
+            f"its last run could not run the checks: {known.problem}; no agent was started, "
+            "and it tries again when the project or worker.toml changes, or after "
+            f"{settings.fallback.interval_hours:g} h",
+        )
+
+
+def check_spend(context: Context) -> Iterable[Finding]:
+    """What calls a model besides each task's own agent, and the caps on spend."""
+    settings = context.settings
+    yield Finding("spend", Status.OK, reviewers_line(settings.review))
+    cap = settings.daily_cost_cap_usd
+    words = f"${cap:.2f} a day" if cap else "no daily cap (daily_cost_cap_usd)"
+    yield Finding(
+        "spend", Status.OK, f"each task: at most ${settings.task_cost_cap_usd:.2f}; {words}"
+    )
+
+
 CHECKS: list[tuple[str, Check]] = [
     ("modes", check_modes),
     ("agents", check_agents),
@@ -277,6 +326,8 @@ CHECKS: list[tuple[str, Check]] = [
     ("github", check_github),
     ("environment", check_environment),
     ("gemini", check_gemini),
+    ("maintenance", check_maintenance),
+    ("spend", check_spend),
 ]
 
 

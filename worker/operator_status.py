@@ -14,6 +14,7 @@ from worker.humanize import CONDITION_WORDS, duration
 from worker.integrity import status as integrity_status
 from worker.kernel.snapshot import preview
 from worker.platform.process import alive
+from worker.sources.fallback import load_problem
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,9 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     data.update(running=[], failures=[], spent_today_usd=0.0, unsent=0)
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
     data["queue"] = queue_depth(settings) if with_queue else None
+    # Maintenance's set-up problem, told in words while maintenance is on.
+    known = load_problem(settings, None) if settings.fallback.enabled else None
+    data["maintenance_problem"] = known.as_dict() if known is not None else None
     if not settings.db_path.exists():
         return data
     # Here, not at the top: with no database yet there is no run, spend or notification to read.

@@ -134,17 +134,19 @@ def run_process(
     on_stderr: LineHandler | None = None,
     line_cap_bytes: int = LINE_CAP,
     log_cap_bytes: int = LOG_CAP,
+    merge_stderr: bool = False,
 ) -> ProcResult:
     """Run `argv` to its end, its timeout, until `on_line` asks to stop, or until `stop` is
     set (checked a few times a second, also while the command prints nothing); never raises
     for a failing command (a missing executable is reported as `not_found`). Without `env`
     the child gets `child_env()`: never the worker's GitHub token. `on_stderr` sees each
-    stderr line and may stop the run the same way (CLIs that report retries only there)."""
+    stderr line and may stop the run the same way (CLIs that report retries only there).
+    `merge_stderr`: stderr joins stdout, in order (in `stdout` and the log; none in the tail)."""
     argv = [str(part) for part in argv]
     log.info("run: %s (cwd=%s, timeout=%ss)", redact(" ".join(argv)), cwd, timeout_s)
     started = time.monotonic()
     try:
-        proc = _start(argv, cwd, env, piped_stdin=stdin_text is not None)
+        proc = _start(argv, cwd, env, piped_stdin=stdin_text is not None, merge=merge_stderr)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return ProcResult(argv, None, "", f"cannot start {argv[0]}: {exc}", 0.0, not_found=True)
     if on_start is not None:
@@ -180,14 +182,19 @@ def run_process(
 
 
 def _start(
-    argv: list[str], cwd: Path, env: Mapping[str, str] | None, *, piped_stdin: bool
+    argv: list[str],
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    *,
+    piped_stdin: bool,
+    merge: bool = False,
 ) -> TreeProcess[str]:
     return TreeProcess(
         argv,
         cwd=cwd,
         stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge else subprocess.PIPE,
         env=dict(env) if env is not None else child_env(),
         text=True,
         encoding="utf-8",

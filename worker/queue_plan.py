@@ -94,4 +94,5 @@ _SKIPPED = {
     "MESSAGE_REJECTED": "the message cannot be read",
     "MESSAGE_INCOMPLETE": "the message is still being written (read again by a later run)",
     "MESSAGE_NOT_UNREAD": "its status is not `unread`",
+    "MAINTENANCE_SETUP_PROBLEM": "its checks cannot run (a set-up problem, no agent)",
 }

@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.errors import ConfigError
@@ -22,7 +22,8 @@ from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.run_report import RunOptions, RunReport
 from worker.scheduling import Decision, Reason, Snapshot, decide
 from worker.sources.base import TaskSource
-from worker.sources.fallback import LAST_RUN_KEY
+from worker.sources.fallback import LAST_RUN_KEY, SETUP_PROBLEM
+from worker.sources.project_checks import probe
 from worker.sources.registry import build_sources
 from worker.store import Store
 
@@ -71,10 +72,16 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
 
 
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
-    _, decision = preview(settings, options)
+    snap, decision = preview(settings, options)
     report = RunReport(
         Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
     )
+    report.notes = [
+        f"maintenance is not taken: its checks cannot run: {skipped.detail}"
+        for listing in snap.listings
+        for skipped in listing.skipped
+        if skipped.reason_code == SETUP_PROBLEM
+    ]
     if decision.task is None:
         return report
     mode_id, mode_reason = _pick_mode(decision, options, modes)
@@ -95,8 +102,35 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     report.modes, report.mode_reason = [mode_id], mode_reason
     report.command = adapter_for(settings, mode).command(request)
     if decision.task.source == "fallback":
-        report.reason = "would run: " + "; ".join(decision.task.ref.get("commands", []))
+        report.reason, problem = _maintenance_preview(settings, decision.task.ref)
+        report.notes += problem
+    report.notes += _spend_notes(settings, mode)
     return report
+
+
+def _maintenance_preview(settings: Settings, ref: dict[str, Any]) -> tuple[str, list[str]]:
+    """What maintenance would run and where, and a set-up problem seen before it runs (the
+    interpreter is asked whether it has the module it would run)."""
+    where = ref.get("environment") or "the workspace"
+    commands = list(ref.get("commands", []))
+    reason = f"would run in {where}: " + "; ".join(commands)
+    problem = ref.get("problem") or probe(commands, settings.workspace)
+    if not problem:
+        return reason, []
+    return reason, [f"the checks cannot run: {problem}; no agent would start (a set-up problem)"]
+
+
+def _spend_notes(settings: Settings, mode: Mode) -> list[str]:
+    """The agent CLI that cannot start, and what else would call a model (the reviewers)."""
+    from worker.agents.infra import preflight  # only with a task to show
+    from worker.review.settings import reviewers_line  # the section is made at its first use
+
+    notes = []
+    failure = preflight(settings, mode)
+    if failure is not None:
+        notes.append(f"{failure.message}: the run would stop before taking the task")
+    notes.append(reviewers_line(settings.review))
+    return notes
 
 
 def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple[str, str]:

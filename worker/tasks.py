@@ -20,7 +20,15 @@ from worker.review.hooks import after_task, prompt_sections
 from worker.run_report import RunOptions
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
-from worker.sources.fallback import failure_report, run_checks
+from worker.sources.fallback import (
+    SETUP_PROBLEM,
+    SETUP_PROBLEM_KNOWN,
+    CheckResult,
+    failure_report,
+    forget_problem,
+    remember_problem,
+    run_checks,
+)
 from worker.store import Store
 from worker.supervision.factory import make_supervisor
 from worker.waits import record
@@ -92,6 +100,8 @@ def execute(
     result.branch = branch
     _report(settings, store, task, result, source, wait_path)
     notify_after_task(settings, store, result, run_id)  # queued, sent, never raises
+    if SETUP_PROBLEM in result.reason_codes:
+        return result  # no agent worked: nothing for the reviewers to look at
     with review_step(store, options.progress) as review:
         try:
             after_task(settings, store, result)
@@ -105,12 +115,12 @@ def execute(
 def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     commands = list(task.ref.get("commands", [])) if task.source == "fallback" else []
     if commands and start.resume_answer is None:
-        checks = run_checks(
-            commands,
-            ctx.cwd,
-            ctx.settings.fallback.command_timeout_s,
-            ctx.settings.logs / f"run-{ctx.run_id}",
-        )
+        problem = task.ref.get("problem")
+        checks = [] if problem else _checks(ctx, task, commands)
+        problem = problem or next((check.problem for check in checks if check.problem), None)
+        if problem:
+            return _setup_problem(ctx, task, problem)
+        forget_problem(ctx.store)
         failing = [check for check in checks if not check.ok]
         if not failing:
             return TaskResult(
@@ -123,6 +133,31 @@ def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
         ctx.checks = [check.command for check in failing]
         ctx.checks_report = failure_report(failing)
     return run_task(ctx, task, start)
+
+
+def _checks(ctx: LoopContext, task: Task, commands: list[str]) -> list[CheckResult]:
+    return run_checks(
+        commands,
+        ctx.cwd,
+        ctx.settings.fallback.command_timeout_s,
+        ctx.settings.logs / f"run-{ctx.run_id}",
+        own_env=bool(task.ref.get("own_env", True)),
+    )
+
+
+def _setup_problem(ctx: LoopContext, task: Task, problem: str) -> TaskResult:
+    """Checks that could not run: a person's to fix, in words; no agent is started. Told once
+    (`notify`); maintenance comes back when the project or settings change, or after its
+    interval (`FallbackSource.list`)."""
+    news = remember_problem(ctx.store, ctx.settings, task, problem)
+    where = task.ref.get("environment") or "the project"
+    reason = (
+        f"the maintenance checks cannot run in {where}: {problem}. No agent was started. "
+        "Fix the project's environment, or set [fallback] test to the command that runs its "
+        "tests; maintenance tries again when the project or worker.toml changes"
+    )
+    codes = [SETUP_PROBLEM] if news else [SETUP_PROBLEM, SETUP_PROBLEM_KNOWN]
+    return TaskResult(task, Outcome.FAILURE, reason, codes, modes=[])
 
 
 def _sections(settings: Settings, store: Store, task: Task) -> list[str]:

@@ -74,14 +74,7 @@ def run(
 def _render(data: dict[str, Any]) -> None:
     codes = ", ".join(data["reason_codes"])
     if data["outcome"] == "dry_run":
-        if data["task_id"] is None:
-            ui.line(f"dry run: nothing to do ({codes})")
-            return
-        ui.line(f"dry run: would take {data['task_id']} from {data['source']} ({codes})")
-        ui.line(f"mode: {data['mode']} ({data['mode_reason']})")
-        if data["reason"]:
-            ui.line(data["reason"])
-        ui.line("agent command: " + " ".join(data["command"] or []) + "  (prompt on stdin)")
+        _render_dry_run(data, codes)
         return
     if data["outcome"] == "idle":
         ui.line(f"idle: nothing to do ({codes})")
@@ -104,6 +97,23 @@ def _render(data: dict[str, Any]) -> None:
     if data["branch"]:
         ui.line(f"branch: {data['branch']}")
     ui.line(f"reason codes: {codes}")
+
+
+def _render_dry_run(data: dict[str, Any], codes: str) -> None:
+    notes = data.get("notes") or []
+    if data["task_id"] is None:
+        ui.line(f"dry run: nothing to do ({codes})")
+    else:
+        ui.line(f"dry run: would take {data['task_id']} from {data['source']} ({codes})")
+        ui.line(f"mode: {data['mode']} ({data['mode_reason']})")
+        if data["reason"]:
+            ui.line(data["reason"])
+        ui.line("agent command: " + " ".join(data["command"] or []) + "  (prompt on stdin)")
+    for note in notes:
+        if note.startswith("reviewers:"):
+            ui.line(note)
+        else:
+            ui.warn(note)
 
 
 def register(app: typer.Typer) -> None:

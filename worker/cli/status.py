@@ -86,6 +86,7 @@ def _render(data: dict[str, Any]) -> None:
     else:
         ui.line("queue: " + (", ".join(f"{k} {v}" for k, v in queue.items()) or "empty"))
     _failures(data)
+    _maintenance(data.get("maintenance_problem"))
     cap = data["daily_cost_cap_usd"]
     ui.line(f"spent today: ${data['spent_today_usd']:.4f}" + (f" of ${cap:.2f}" if cap else ""))
     if data["unsent"]:
@@ -144,6 +145,15 @@ def _waiting(data: dict[str, Any]) -> None:
             for w in waiting
         ]
         ui.table(rows, ["task", "waits for", "since", "for", "ready"])
+
+
+def _maintenance(problem: dict[str, Any] | None) -> None:
+    if problem:
+        ui.warn(
+            f"maintenance cannot run its checks (since {moment(problem['since'])}): "
+            f"{problem['problem']}. No agent is started for it; it tries again when the "
+            "project or worker.toml changes"
+        )
 
 
 def _failures(data: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from worker.costs import DAILY_BUDGET_REACHED
 from worker.errors import MalformedInput
 from worker.models import Outcome
 from worker.notify import outbox
+from worker.sources.fallback import SETUP_PROBLEM, SETUP_PROBLEM_KNOWN
 from worker.store import Store
 from worker.waits.state import load_wait_state
 
@@ -60,6 +61,18 @@ def _queue_outcome(settings: Settings, store: Store, result: TaskResult, run_id:
     task = result.task
     name = f"{task.id} ({task.title[:80]})"
     where = f"on {settings.machine_id}, run {run_id}"
+    if SETUP_PROBLEM in result.reason_codes:
+        if SETUP_PROBLEM_KNOWN not in result.reason_codes:  # told once, not at every try
+            outbox.enqueue(
+                settings,
+                store,
+                "failed",
+                f"setup_problem:{task.id}:{run_id}",
+                f"worker on {settings.machine_id}: the maintenance checks cannot run",
+                f"{result.reason}\n{where}",
+                task.id,
+            )
+        return
     if result.outcome is Outcome.FAILURE:
         codes = ", ".join(dict.fromkeys(result.reason_codes))
         outbox.enqueue(

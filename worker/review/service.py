@@ -78,7 +78,7 @@ def review_status(settings: Settings, limit: int = 20) -> dict[str, Any]:
             reviewers.append(
                 {
                     "reviewer": name,
-                    "enabled": cfg.enabled and rcfg.enabled,
+                    "enabled": cfg.runs(name),
                     "interval": state.effective_interval(rcfg.interval),
                     "configured_interval": rcfg.interval,
                     "since_last_run": state.since,

@@ -1,5 +1,9 @@
 """Settings of reviewers and the knowledge store (section `[review]`).
 
+The reviewers are off until configured: each run calls a model beyond the task's own agent
+(`[review] reviewers = true` turns them all on, `[review.style] enabled = true` one of them).
+The knowledge and directives sections of the prompts cost no call and stay on.
+
 Defaults come from the supervisor-layer spec this project started from:
 style every 5 tasks, knowledge every 3, design at milestones; urgency weights +0.3 / +1.0 /
 +0.2 with a threshold of 1.0; directives age out after 15 tasks; at most 10 pending cleanup
@@ -28,7 +32,7 @@ class ReviewerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
-    enabled: bool = True
+    enabled: bool | None = None  # None: as `[review] reviewers` says
     interval: NonNegativeInt = 5  # finished tasks between runs; 0 = only on milestones/urgency
     on_milestone: bool = False  # run at an abort or an escalation
     # A mode of the modes file to run in (its agent and model); None: Claude with `model`.
@@ -57,7 +61,9 @@ REVIEWER_DEFAULTS: dict[str, dict[str, Any]] = {
 class ReviewSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
 
-    enabled: bool = True
+    enabled: bool = True  # false: no knowledge, no directives, no reviewers
+    # The reviewer agents: off until asked, since they spend beyond the tasks' own agents.
+    reviewers: bool = False
     knowledge_dir: Path = Path("docs/knowledge")  # relative to the workspace
     style: ReviewerSettings = Field(
         default_factory=lambda: REVIEWER_DEFAULTS["style"], validate_default=True
@@ -98,3 +104,24 @@ class ReviewSettings(BaseModel):
         value = getattr(self, name)
         assert isinstance(value, ReviewerSettings)
         return value
+
+    def runs(self, name: str) -> bool:
+        """Whether reviewer `name` may run: its own `enabled` when set, else `reviewers`."""
+        own = self.reviewer(name).enabled
+        return self.enabled and (self.reviewers if own is None else own)
+
+
+def reviewers_line(cfg: ReviewSettings) -> str:
+    """The reviewers' spend in one line (the dry run and `worker doctor` show it)."""
+    on = [name for name in REVIEWER_DEFAULTS if cfg.runs(name)]
+    if not on:
+        return (
+            "reviewers: off (no model is called beyond the task's agent; "
+            "`[review] reviewers = true` turns them on)"
+        )
+    caps = ", ".join(_cap(name, cfg.reviewer(name).max_budget_usd) for name in on)
+    return f"reviewers: on between tasks, when due; a call's spend: {caps}"
+
+
+def _cap(name: str, usd: float | None) -> str:
+    return f"{name} at most ${usd:.2f}" if usd else f"{name} uncapped"

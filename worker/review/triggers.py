@@ -77,7 +77,7 @@ def due_reviewers(
     due = []
     for name in REVIEWERS:
         rcfg = cfg.reviewer(name)
-        if not rcfg.enabled:
+        if not cfg.runs(name):
             continue
         count = counters[name]
         if count.interval > 0 and count.since >= count.interval:

@@ -1,37 +1,40 @@
 """The daily maintenance task: build and test the workspace; call the agent only on failure.
 
-Commands come from `[fallback]` in worker.toml, or are detected from the project type. When
-every command passes the task succeeds without any agent call; otherwise the agent is asked to
-repair what failed, and the verify step runs the failing commands again.
+Commands come from `[fallback]` in worker.toml, or are detected from how the project runs its
+checks (`sources/project_checks.py`: its virtual environment, uv, Poetry, npm, ...). When every
+command passes the task succeeds without any agent call. A check that could not run (a
+missing command or module, no tests) is a set-up problem: no agent starts, the problem is
+remembered with a fingerprint of what decides the checks, and maintenance is not tried again
+until that fingerprint changes or the interval passes. Only checks that ran and failed go to
+the agent, and the verify step runs them again.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
+from worker.lazyimport import lazy
 from worker.models import Task
 from worker.platform.shell import shell_command
 from worker.sources.base import Listing, Skipped
+from worker.sources.project_checks import cannot_run, detect_plan
 from worker.store import Store
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
 
-LAST_RUN_KEY = "fallback.last_run"
+sqlite3 = lazy("sqlite3")  # only to read a remembered set-up problem without a store
 
-# Project markers, checked in order; the first that matches gives the commands.
-_DETECT: list[tuple[str, list[str], list[str]]] = [
-    ("pyproject.toml", [], ["python -m pytest -q"]),
-    ("package.json", ["npm run build --if-present"], ["npm test"]),
-    ("Cargo.toml", ["cargo build"], ["cargo test"]),
-    ("go.mod", ["go build ./..."], ["go test ./..."]),
-    ("Makefile", ["make"], ["make test"]),
-]
+LAST_RUN_KEY = "fallback.last_run"
+SETUP_KEY = "fallback.setup_problem"  # the remembered set-up problem (JSON), "" when none
+SETUP_PROBLEM = "MAINTENANCE_SETUP_PROBLEM"
+SETUP_PROBLEM_KNOWN = "SETUP_PROBLEM_KNOWN"  # the same problem as last time: told once
 
 
 @dataclass
@@ -40,6 +43,7 @@ class CheckResult:
     exit_code: int | None
     output_tail: str
     timed_out: bool = False
+    problem: str | None = None  # it never really ran: a set-up problem, in words
 
     @property
     def ok(self) -> bool:
@@ -47,18 +51,19 @@ class CheckResult:
 
 
 def maintenance_commands(settings: Settings) -> list[str]:
-    conf = settings.fallback
-    if conf.build is not None or conf.test is not None:
-        return [*(conf.build or []), *(conf.test or [])]
-    for marker, build, test in _DETECT:
-        if (settings.workspace / marker).is_file():
-            return [*build, *test]
-    return []
+    return detect_plan(settings).commands
 
 
 def run_checks(
-    commands: list[str], cwd: Path, timeout_s: float, log_dir: Path | None
+    commands: list[str],
+    cwd: Path,
+    timeout_s: float,
+    log_dir: Path | None,
+    *,
+    own_env: bool = True,
 ) -> list[CheckResult]:
+    """Run each command through the shell, its output (stdout and stderr, in order) in
+    `check-<K>.log`; a check that could not run carries its set-up problem."""
     # The process layer only when the checks run, not for each run that lists the task.
     from worker.proc import child_env, run_process
 
@@ -73,9 +78,13 @@ def run_checks(
             env={**child_env(), **variables},
             log_path=log_path,
             cap_bytes=200_000,
+            merge_stderr=True,  # the log holds what a person would have seen, in order
         )
-        tail = (proc.stdout[-3000:] + "\n" + proc.stderr_tail[-2000:]).strip()
-        results.append(CheckResult(command, proc.exit_code, tail, proc.timed_out))
+        output = (proc.stdout + proc.stderr_tail).strip()
+        result = CheckResult(command, proc.exit_code, output[-5000:], proc.timed_out)
+        if not result.ok and not proc.timed_out:
+            result.problem = cannot_run(command, proc.exit_code, output, own_env=own_env)
+        results.append(result)
     return results
 
 
@@ -100,7 +109,7 @@ class FallbackSource:
     def task(self, now: float | None = None) -> Task | None:
         now = time.time() if now is None else now
         day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-        commands = maintenance_commands(self.settings)
+        plan = detect_plan(self.settings)
         return Task(
             id=f"maintenance-{day}",
             source=self.name,
@@ -108,7 +117,12 @@ class FallbackSource:
             body="",
             mode=self.settings.fallback.mode,
             priority=9,
-            ref={"commands": commands},
+            ref={
+                "commands": plan.commands,
+                "environment": plan.environment,
+                "problem": plan.problem,
+                "own_env": plan.own_env,
+            },
         )
 
     def list(self, now: float | None = None) -> Listing:
@@ -129,10 +143,17 @@ class FallbackSource:
             )
             return listing
         interval = self.settings.fallback.interval_hours * 3600
-        if self.last_run is not None and now - self.last_run < interval:
-            listing.skipped.append(Skipped(task.id, "FALLBACK_NOT_DUE"))
+        if self.last_run is None or now - self.last_run >= interval:
+            listing.tasks.append(task)
             return listing
-        listing.tasks.append(task)
+        known = load_problem(self.settings, self.store)
+        if known is None:
+            listing.skipped.append(Skipped(task.id, "FALLBACK_NOT_DUE"))
+        elif known.fingerprint == fingerprint(self.settings):
+            # Told once; tried again when what decides the checks changes, or after the interval.
+            listing.skipped.append(Skipped(task.id, SETUP_PROBLEM, known.problem))
+        else:
+            listing.tasks.append(task)  # the project or settings changed: maybe it is fixed
         return listing
 
     def find(self, task_id: str) -> Task | None:
@@ -163,3 +184,73 @@ class FallbackSource:
 
     def report(self, task: Task, result: TaskResult) -> None:
         """Maintenance has no requester: the run record and status report are its report."""
+
+
+# -- the remembered set-up problem --------------------------------------------------------------
+@dataclass(frozen=True)
+class SetupProblem:
+    """A set-up problem maintenance met: what, since when, last seen, and the fingerprint of
+    what decided the checks then (`CheckPlan.fingerprint`)."""
+
+    problem: str
+    fingerprint: str
+    since: float
+    seen: float
+    environment: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def load_problem(settings: Settings, store: Store | None) -> SetupProblem | None:
+    """The set-up problem remembered in the database (read-only without a store: a dry run,
+    `worker status`, `worker doctor` write nothing)."""
+    return _parse(store.get(SETUP_KEY) if store is not None else _read_only(settings.db_path))
+
+
+def fingerprint(settings: Settings) -> str:
+    """What decides the checks now (a few milliseconds: read only with a problem to match)."""
+    return detect_plan(settings).fingerprint(settings.workspace)
+
+
+def remember_problem(store: Store, settings: Settings, task: Task, problem: str) -> bool:
+    """Remember the problem with the fingerprint of what decides the checks now (after they
+    ran: a tool that made the environment counts); True when it is news (not the problem
+    already remembered), which is when a person is told."""
+    now = time.time()
+    known = _parse(store.get(SETUP_KEY))
+    news = known is None or known.problem != problem
+    since = now if news or known is None else known.since
+    environment = str(task.ref.get("environment", ""))
+    entry = SetupProblem(problem, fingerprint(settings), since, now, environment)
+    store.put(SETUP_KEY, json.dumps(entry.as_dict()))
+    return news
+
+
+def _parse(raw: str | None) -> SetupProblem | None:
+    if not raw:
+        return None
+    try:
+        return SetupProblem(**json.loads(raw))
+    except (ValueError, TypeError):
+        return None  # an unreadable memory is no memory: the checks run and say again
+
+
+def forget_problem(store: Store) -> None:
+    """The checks ran: whatever was remembered is solved."""
+    if store.get(SETUP_KEY):
+        store.put(SETUP_KEY, "")
+
+
+def _read_only(db_path: Path) -> str | None:
+    if not db_path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM kv WHERE key = ?", (SETUP_KEY,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
