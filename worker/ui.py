@@ -133,6 +133,12 @@ class LiveProgress:
         self._said = step.finding
         self._plain(f"{step.task_id}: supervisor: {step.finding}")
 
+    def said(self, step: Step, text: str) -> None:
+        """A tool call or a STATUS block, as it happens: a line of its own off a terminal
+        (the live panel shows the current tool instead)."""
+        if not self.live_ok:
+            self._plain(f"{step.task_id}: {text}")
+
     def start(self, text: str) -> None:
         self._start_live()
 
