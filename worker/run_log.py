@@ -132,13 +132,13 @@ def _at(row: dict[str, Any]) -> tuple[float, int]:
     return float(row["at"]), rank
 
 
-def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
+def run_detail(settings: Settings, run: int | str) -> dict[str, Any]:
+    """One run, iteration by iteration: `run` is its number, or a task id (its latest run)."""
     if not settings.db_path.exists():
         raise UsageError(f"no runs yet in {settings.workspace}; `worker run` records them")
     with Store(settings.db_path) as store:
-        found = runs_where(store, "id = ?", (run_id,))
-        if not found:
-            raise UsageError(f"no run {run_id}; `worker log` lists the runs")
+        found = _find_run(store, run)
+        run_id = found[0]["id"]
         tools = tools_of(store, run_id)
         iterations = []
         for it in store.iterations_of(run_id):
@@ -146,3 +146,18 @@ def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
             iterations.append({**it, **extra})
         described = describe(store, found)[0]
     return {"run": described, "iterations": iterations}
+
+
+def _find_run(store: Store, run: int | str) -> list[dict[str, Any]]:
+    text = str(run).strip()
+    if text.isdigit():
+        found = runs_where(store, "id = ?", (int(text),), limit=1)
+        if not found:
+            raise UsageError(f"no run {text}; `worker log` lists the runs")
+        return found
+    found = runs_where(store, "task_id = ?", (text,), limit=1)
+    if not found:
+        raise UsageError(
+            f"no run of task {text!r}; give a run number or a task id that `worker log` lists"
+        )
+    return found
