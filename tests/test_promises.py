@@ -1,11 +1,13 @@
 """What the README promises, kept: `cancel '*'` drops queued tasks, `submit --reply-to` an
-unknown id is refused, `show` takes a task id, `serve` prints the runs' own numbers, and an
-approved wait is listed as ready at once. Each through the real command."""
+unknown id is refused, `show` takes a task id, `serve` prints the runs' own numbers, an
+approved wait is listed as ready at once, and an unreachable GitHub is one short line. Each
+through the real command."""
 
 from __future__ import annotations
 
 import json
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,32 @@ def test_an_approved_wait_is_listed_as_ready_at_once(workspace: Path) -> None:
     assert "yes" in text
     # Read only: the approval is still there for the run that resumes the task.
     assert list((state_of(workspace) / "intercom").rglob("*.json"))
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: a connection to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_github_is_one_short_line_per_run_with_no_retry(workspace: Path) -> None:
+    port = _closed_port()
+    (workspace / "worker.toml").write_text(
+        f'[github]\nrepos = ["acme/app"]\nbase_url = "http://127.0.0.1:{port}"\n'
+        "seconds_between_requests = 0\n",
+        encoding="utf-8",
+    )
+    env = {"GITHUB_TOKEN": "ghp_" + "t0" * 18}
+    said = f"github acme/app: cannot reach 127.0.0.1:{port} (connection refused)"
+    dry = run_worker(workspace, "run", "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert f"source error: {said}" in dry.stdout.splitlines()  # in words, not only the code
+    proc = run_worker(workspace, "run", env=env)
+    assert proc.returncode == 0, proc.stderr
+    # One line, short; no "retrying" (a refused connection is refused again at once).
+    assert proc.stderr.splitlines() == [f"warning: {said}"]
+    assert len(proc.stderr) < 100 and "SOURCE_ERROR" in proc.stdout
+    logged = (state_of(workspace) / "logs" / "github.log").read_text(encoding="utf-8")
+    assert len(logged.splitlines()) == 1 and "Connection refused" in logged  # the whole error
+    assert env["GITHUB_TOKEN"] not in logged

@@ -48,6 +48,7 @@ class RunReport:
     review_s: float = 0.0  # the reviewers after the task, not in duration_s or cost_usd
     review_cost_usd: float = 0.0
     infra: str | None = None  # the agent's infrastructure failure (InfraKind), if any
+    source_errors: list[str] = field(default_factory=list)  # a dry run's, in words
 
     @property
     def mode(self) -> str | None:
@@ -82,4 +83,5 @@ class RunReport:
                 "cost_usd": round(self.review_cost_usd, 6),
             },
             "infra": self.infra,
+            "source_errors": self.source_errors,
         }

@@ -71,10 +71,12 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
 
 
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
-    _, decision = preview(settings, options)
+    snap, decision = preview(settings, options)
     report = RunReport(
         Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
     )
+    # SOURCE_ERROR in words: which source could not be read, and why.
+    report.source_errors = [e for listing in snap.listings for e in listing.errors][:10]
     if decision.task is None:
         return report
     mode_id, mode_reason = _pick_mode(decision, options, modes)
