@@ -119,7 +119,7 @@ class Turn:
     def _present(self) -> list[str]:
         """The tasks waiting or queued now (not the running one), each once."""
         snap = self.snap
-        ids = [w.task.id for w in (*snap.ready_waits, *snap.waiting)]
+        ids = [w.task.id for w in snap.ready_waits] + [w.task.id for w in snap.waiting]
         ids += [task.id for task in _queued(snap)]
         running = snap.running.id if snap.running is not None else None
         return [i for i in dict.fromkeys(ids) if i != running]

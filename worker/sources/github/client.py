@@ -193,7 +193,8 @@ class GitHubClient:
             if why is None:
                 raise GitHubError(full) from None
             where = urlsplit(self.settings.base_url).netloc or self.settings.base_url
-            raise GitHubError(f"cannot reach {where} ({why})", unreachable=True, detail=full) from None
+            message = f"cannot reach {where} ({why})"
+            raise GitHubError(message, unreachable=True, detail=full) from None
         except ValueError as exc:  # PyGithub could not read the answer's headers (a proxy?)
             raise GitHubError(f"{verb} {path}: unreadable answer: {exc}") from None
         resp_headers = {key.lower(): value for key, value in resp_headers.items()}
