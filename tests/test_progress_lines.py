@@ -157,3 +157,20 @@ def test_the_journal_keeps_a_status_once_a_finding_once_and_no_token(
         *shown.lines,
         "supervisor: stopped: the same call 4 times",
     ]
+
+
+def test_a_supervisor_stop_is_a_line_before_the_iteration_ends(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """The agent calls the same failing tool again and again: the supervisor stops it mid
+    iteration, and says so when it does, not only after the iteration."""
+    same = {"name": "Bash", "input": {"command": "ls"}, "error": "boom"}
+    fake_claude.answers({"status": "continue", "reason": "more", "tools": [same] * 12})
+    write_message(workspace, "msg-loop")
+    with _worker(workspace, "run") as run:
+        assert run.stdout is not None
+        lines = run.stdout.read().splitlines()
+    stop = next(i for i, line in enumerate(lines) if "supervisor emergency: Loop" in line)
+    ended = next(i for i, line in enumerate(lines) if "iteration 1/5: continue" in line)
+    assert stop < ended and "msg-loop: tool Bash: ls" in lines[stop - 1]
+    assert _STAMP.match(lines[stop]) and "supervisor: supervisor" not in lines[stop]

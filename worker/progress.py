@@ -139,6 +139,12 @@ def tool_summary(event: AgentEvent, width: int = 60) -> str:
     return f"{event.tool}: {text}" if text else str(event.tool)
 
 
+def finding_line(finding: str) -> str:
+    """`supervisor: ...`, unless the finding says who it is from already."""
+    said = finding.lstrip("[ ").lower().startswith("supervisor")
+    return finding if said else f"supervisor: {finding}"
+
+
 def status_line(event: AgentEvent) -> str | None:
     """`STATUS: continue - halfway` when this event's text holds a complete STATUS block."""
     if event.kind not in (EventKind.TEXT, EventKind.RESULT) or not event.text:
@@ -229,7 +235,7 @@ class Tracker:
         self.now.finding = finding
         if self.display is not None:
             self.display.changed(self.now)
-        self._write(force=True, said=f"supervisor: {finding}")
+        self._write(force=True, said=finding_line(finding))
 
     def start(self, text: str) -> None:
         if self.display is not None:

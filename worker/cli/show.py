@@ -19,8 +19,7 @@ def show_command(
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """List each iteration of a run (a run number, or a task id: its latest run): its STATUS
-    line, cost, tools used and files written."""
+    """List each iteration of a run: its STATUS line, cost, tools used and files written."""
     from worker.run_log import run_detail
 
     ui.emit(run_detail(settings_for(workspace), run), as_json, _render)
