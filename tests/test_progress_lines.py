@@ -174,3 +174,25 @@ def test_a_supervisor_stop_is_a_line_before_the_iteration_ends(
     ended = next(i for i, line in enumerate(lines) if "iteration 1/5: continue" in line)
     assert stop < ended and "msg-loop: tool Bash: ls" in lines[stop - 1]
     assert _STAMP.match(lines[stop]) and "supervisor: supervisor" not in lines[stop]
+
+
+def test_the_journal_is_pruned_with_the_runs(workspace: Path) -> None:
+    """`worker prune` (and the daily prune after a run) deletes journal lines past the runs'
+    retention, and keeps the others."""
+    from worker.config import load_settings
+    from worker.retention import prune
+
+    settings = load_settings(workspace)
+    with Store(settings.db_path) as store:
+        tracker = Tracker(store, 1, Task(id="msg-1", source="inbox", title="t"))
+        tracker.step("code-simple", "haiku", 1, 5, 1, 0.0)
+        tracker.step("code-simple", "haiku", 2, 5, 2, 0.0)
+        old = time.time() - (settings.retention.runs_days + 1) * 86400
+        store.db.execute("UPDATE run_events SET at = ? WHERE id = 1", (old,))
+        store.db.commit()
+        prune(settings, store, dry_run=True)
+        assert len(events_after(store, 0)) == 2  # a dry run deletes nothing
+        prune(settings, store)
+        assert [e["text"] for e in events_after(store, 0)] == [
+            "code-simple (haiku) iteration 2/5 started"
+        ]
