@@ -78,7 +78,7 @@ def _row(
 
 def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
-    rows, bad = [], []
+    rows, bad, waits = [], [], []
     with _ledger(settings) as ledger:
         checks = ledger.checks() if ledger else {}
         records = record.recorded(settings, ledger.store if ledger else None)
@@ -86,16 +86,22 @@ def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any
             state, problem = record.check(path, records)
             if state is not None:
                 rows.append(_row(path, state, settings, checks, now))
+                waits.append((path, state))
             if problem is not None:
                 bad.append(problem)
-    _ready_now(settings, rows, now)
+    _ready_now(settings, rows, waits, now)
     rows.sort(key=lambda r: r["since"])
     rejected = settings.wait_states / "rejected"
     count = len(list(rejected.glob("*.json"))) if rejected.is_dir() else 0
     return {"waits": rows, "unreadable": bad, "quarantined": count}
 
 
-def _ready_now(settings: Settings, rows: list[dict[str, Any]], now: datetime) -> None:
+def _ready_now(
+    settings: Settings,
+    rows: list[dict[str, Any]],
+    waits: list[tuple[Path, WaitState]],
+    now: datetime,
+) -> None:
     """A wait the last run found not ready may be ready now (an approval given since, its
     moment come): asked of the local conditions, read only, no request to GitHub."""
     pending = {row["file"]: row for row in rows if not row["ready"]}
@@ -104,11 +110,7 @@ def _ready_now(settings: Settings, rows: list[dict[str, Any]], now: datetime) ->
     from worker.waits.checking import check  # the conditions: only with a wait not ready
     from worker.waits.phase0 import WaitScan
 
-    live = [
-        (path, state)
-        for path, state in record.trusted(settings, wait_state_files(settings.wait_states))
-        if path.name in pending
-    ]
+    live = [(path, state) for path, state in waits if path.name in pending]
     found = WaitScan()
     check(
         settings,
