@@ -148,14 +148,17 @@ def test_the_journal_keeps_a_status_once_a_finding_once_and_no_token(
         tracker.event(AgentEvent(EventKind.TOOL_CALL, 1, tool="Bash", args={"command": command}))
         tracker.event(AgentEvent(EventKind.TEXT, 2, text="done\n" + block))
         tracker.event(AgentEvent(EventKind.RESULT, 3, text=block))
-        tracker.finding("stopped: the same call 4 times")
-        tracker.finding("stopped: the same call 4 times")
+        tracker.finding(f"stopped: {command} 4 times")
+        tracker.finding(f"stopped: {command} 4 times")
+        tracker.stop(f"iteration 1/5: the agent failed: {command}")
         journal = [row["text"] for row in events_after(store, 0)]
-    assert shown.lines == ["tool Bash: curl -H 'token ***' x", "STATUS: continue - half"]
+    hidden = "curl -H 'token ***' x"
+    assert shown.lines == [f"tool Bash: {hidden}", "STATUS: continue - half"]
     assert journal == [
         "code-simple (haiku) iteration 1/5 started",
         *shown.lines,
-        "supervisor: stopped: the same call 4 times",
+        f"supervisor: stopped: {hidden} 4 times",
+        f"iteration 1/5: the agent failed: {hidden}",
     ]
 
 

@@ -235,7 +235,7 @@ class Tracker:
         self.now.finding = finding
         if self.display is not None:
             self.display.changed(self.now)
-        self._write(force=True, said=finding_line(finding))
+        self._write(force=True, said=redact(finding_line(finding)))  # it may quote a call
 
     def start(self, text: str) -> None:
         if self.display is not None:
@@ -249,7 +249,7 @@ class Tracker:
         if self.display is not None:
             self.display.stop(text)
         self.now.tool = None
-        self._write(force=True, said=text)
+        self._write(force=True, said=redact(text))  # an agent's error may be in it
         self._save_tools()
 
     # -- the store --------------------------------------------------------------------------
