@@ -5,6 +5,7 @@ through the real command."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import socket
@@ -120,3 +121,23 @@ def test_an_unreachable_github_is_one_short_line_per_run_with_no_retry(workspace
     logged = (state_of(workspace) / "logs" / "github.log").read_text(encoding="utf-8")
     assert len(logged.splitlines()) == 1 and "Connection refused" in logged  # the whole error
     assert env["GITHUB_TOKEN"] not in logged
+
+
+def test_only_a_connection_that_cannot_be_made_is_not_worth_a_retry() -> None:
+    """Refused, or no such host: said in words and not retried; a timeout or a reset
+    connection may pass, and is retried as before."""
+    import requests
+
+    from worker.sources.github.http import unreachable_because
+
+    def wrapped(cause: BaseException) -> requests.ConnectionError:
+        outer = requests.ConnectionError("Max retries exceeded")
+        outer.__cause__ = cause
+        return outer
+
+    assert unreachable_because(wrapped(ConnectionRefusedError(errno.ECONNREFUSED, "refused"))) == (
+        "connection refused"
+    )
+    assert unreachable_because(wrapped(socket.gaierror(-2, "not known"))) == "unknown host"
+    assert unreachable_because(wrapped(ConnectionResetError(errno.ECONNRESET, "reset"))) is None
+    assert unreachable_because(requests.ReadTimeout("read timed out")) is None
