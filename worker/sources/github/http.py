@@ -128,6 +128,8 @@ def unreachable_because(exc: BaseException) -> str | None:
         seen.add(id(item))
         if isinstance(item, socket.gaierror):
             return "unknown host"
+        if isinstance(item, ConnectionRefusedError):  # its errno differs on Windows
+            return "connection refused"
         if isinstance(item, OSError) and item.errno in _UNREACHABLE:
             return _UNREACHABLE[item.errno]
         todo += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
