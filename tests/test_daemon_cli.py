@@ -122,11 +122,13 @@ def test_serve_command_loops_over_run_once(
     calls: list[object] = []
 
     class Report:
-        outcome, exit_code = "idle", 0
+        outcome, exit_code, run_id = "idle", 0, 0
 
     def fake_run_once(settings: object, options: object) -> Report:
         calls.append(options)
-        return Report()
+        report = Report()
+        report.run_id = 9 + len(calls)  # the runs' own numbers, not the cycles'
+        return report
 
     monkeypatch.setattr("worker.runner.run_once", fake_run_once)
     result = _invoke(cli, "serve", "-w", str(workspace), "--interval", "0.01", "--max-cycles", "2")
@@ -135,8 +137,8 @@ def test_serve_command_loops_over_run_once(
     lines = [re.sub(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", "", x) for x in result.stdout.splitlines()]
     assert lines[0].startswith("worker serve on test-machine: ")
     assert lines[1:] == [  # no "next cycle at" for a wait shorter than a minute
-        "run 1: idle",
-        "run 2: idle",
+        "run 10: idle",
+        "run 11: idle",
         "stopped after 2 run(s): max cycles (2)",
     ]
     assert len(calls) == 2

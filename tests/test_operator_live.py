@@ -114,8 +114,11 @@ def test_off_a_terminal_progress_is_timestamped_lines(
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
     lines = proc.stdout.splitlines()
     assert re.fullmatch(stamp + r"msg-plain: code-simple \(haiku\) iteration 1/5 started", lines[0])
+    # Each tool call and the STATUS block are lines of their own, before the iteration's end.
+    assert re.fullmatch(stamp + r"msg-plain: tool Bash: pytest -q", lines[1])
+    assert re.fullmatch(stamp + r"msg-plain: STATUS: continue - more", lines[2])
     assert re.fullmatch(
-        stamp + r"msg-plain: code-simple \(haiku\) iteration 1/5: continue .*", lines[1]
+        stamp + r"msg-plain: code-simple \(haiku\) iteration 1/5: continue .*", lines[3]
     )
     assert lines[-1].startswith("reason codes: ")
     quiet = run_worker(workspace, "run", "--quiet")

@@ -450,7 +450,10 @@ def _run_agent(
             tokens[0] += event.output_tokens
         ctx.progress.event(event)
         ctx.progress.update(f"{label}: {time.monotonic() - t0:.0f}s, {tokens[0]} tokens out")
-        return ctx.supervisor.on_event(event)
+        stop = ctx.supervisor.on_event(event)
+        if stop is not None:
+            ctx.progress.finding(stop)  # said when it happens, not after the iteration
+        return stop
 
     agent = adapter.run(request, on_event)
     if agent.not_found and agent.infra is None:

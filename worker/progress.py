@@ -1,10 +1,13 @@
-"""What a running task is doing, as it goes: one heartbeat row per run, tools per iteration.
+"""What a running task is doing, as it goes: one heartbeat row per run, tools per iteration,
+and a journal of what happened.
 
 The task loop tells its `Progress` when an iteration starts (`step`), each agent event
 (`event`) and each supervisor finding (`finding`). `Tracker` keeps that in the run's row of
-`run_progress` (for `worker status` from another terminal or machine) and in
-`iteration_tools` (for `worker show`), and hands it on to a display (`worker.ui`), if any.
-Heartbeat writes are throttled; a failed write is logged and never stops the task.
+`run_progress` (for `worker status` from another terminal or machine), in `iteration_tools`
+(for `worker show`) and, one line per happening (an iteration's start and end, a tool call, a
+STATUS block, a finding) with its own time, in `run_events` (for `worker log -f`); and it
+hands it on to a display (`worker.ui`), if any. Heartbeat writes are throttled (a journal line
+is written at once); a failed write is logged and never stops the task.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from worker.models import AgentEvent, EventKind, Task
+from worker.proc import redact
+from worker.status import parse_status
 from worker.store import Store, script
 
 log = logging.getLogger(__name__)
@@ -61,7 +66,22 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [_v1]
+def _v2(db: sqlite3.Connection) -> None:
+    script(
+        db,
+        """
+        CREATE TABLE run_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL,
+            at REAL NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX run_events_by_run ON run_events(run_id, id);
+        """,
+    )
+
+
+MIGRATIONS = [_v1, _v2]
 
 
 def ensure(store: Store) -> None:
@@ -89,6 +109,7 @@ class Step:
     finding: str | None = None
     tools: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    status: str | None = None  # the STATUS line the agent printed in this iteration
 
     @property
     def total_cost(self) -> float:
@@ -100,6 +121,7 @@ class Display(Protocol):
 
     def step(self, step: Step) -> None: ...
     def changed(self, step: Step) -> None: ...
+    def said(self, step: Step, text: str) -> None: ...
     def phase(self, name: str) -> None: ...
     def phase_end(self, text: str | None) -> None: ...
     def start(self, text: str) -> None: ...
@@ -115,6 +137,25 @@ def tool_summary(event: AgentEvent, width: int = 60) -> str:
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"{event.tool}: {text}" if text else str(event.tool)
+
+
+def finding_line(finding: str) -> str:
+    """`supervisor: ...`, unless the finding says who it is from already."""
+    said = finding.lstrip("[ ").lower().startswith("supervisor")
+    return finding if said else f"supervisor: {finding}"
+
+
+def status_line(event: AgentEvent) -> str | None:
+    """`STATUS: continue - halfway` when this event's text holds a complete STATUS block."""
+    if event.kind not in (EventKind.TEXT, EventKind.RESULT) or not event.text:
+        return None
+    if "STATUS" not in event.text.upper():
+        return None  # most text events: no block to parse
+    block = parse_status(event.text)
+    if block.status is None:
+        return None
+    reason = " ".join((block.reason or "").split())[:200]
+    return f"STATUS: {block.status}" + (f" - {reason}" if reason else "")
 
 
 class Tracker:
@@ -152,7 +193,7 @@ class Tracker:
         )
         if self.display is not None:
             self.display.step(self.now)
-        self._write(force=True)
+        self._write(force=True, said=f"{mode} ({model}) iteration {iteration}/{limit} started")
 
     def event(self, event: AgentEvent) -> None:
         now = self.now
@@ -167,15 +208,34 @@ class Tracker:
         now.output_tokens += event.output_tokens or 0
         if event.cost_usd is not None:
             now.cost_usd = event.cost_usd
+        said = self._said(event)
+        if said is not None:
+            said = redact(said)  # a tool's argument may carry a token: never shown or kept
         if self.display is not None:
             self.display.changed(now)
-        self._write(force=event.kind is EventKind.TOOL_CALL)
+            if said is not None:
+                self.display.said(now, said)
+        self._write(force=event.kind is EventKind.TOOL_CALL, said=said)
+
+    def _said(self, event: AgentEvent) -> str | None:
+        """The line this event is worth on its own: a tool call, or a STATUS block the first
+        time the iteration prints it (Claude repeats it in its result)."""
+        if event.kind is EventKind.TOOL_CALL and event.tool:
+            return f"tool {self.now.tool}"
+        status = status_line(event)
+        if status is None or status == self.now.status:
+            return None
+        self.now.status = status
+        return status
 
     def finding(self, text: str) -> None:
-        self.now.finding = " ".join(text.split())[:200]
+        finding = " ".join(text.split())[:200]
+        if finding == self.now.finding:
+            return  # said already (a stop reason comes with every later event)
+        self.now.finding = finding
         if self.display is not None:
             self.display.changed(self.now)
-        self._write(force=True)
+        self._write(force=True, said=redact(finding_line(finding)))  # it may quote a call
 
     def start(self, text: str) -> None:
         if self.display is not None:
@@ -189,18 +249,24 @@ class Tracker:
         if self.display is not None:
             self.display.stop(text)
         self.now.tool = None
-        self._write(force=True)
+        self._write(force=True, said=redact(text))  # an agent's error may be in it
         self._save_tools()
 
     # -- the store --------------------------------------------------------------------------
-    def _write(self, force: bool = False) -> None:
+    def _write(self, force: bool = False, said: str | None = None) -> None:
+        """The heartbeat row (throttled unless forced) and, with `said`, a journal line."""
         at = time.time()
-        if not force and at - self._written < _WRITE_EVERY_S:
+        if said is None and not force and at - self._written < _WRITE_EVERY_S:
             return
         self._written = at
         s = self.now
         try:
             with self.store.transaction() as db:
+                if said is not None:
+                    db.execute(
+                        "INSERT INTO run_events(run_id, at, text) VALUES (?, ?, ?)",
+                        (self.run_id, at, said[:500]),
+                    )
                 db.execute(
                     "INSERT OR REPLACE INTO run_progress(run_id, task_id, title, source, mode,"
                     " model, iteration, max_iterations, started_at, step_started_at, updated_at,"
@@ -255,6 +321,22 @@ def progress_of(store: Store, run_ids: list[int]) -> dict[int, dict[str, Any]]:
     marks = ", ".join("?" for _ in run_ids)
     rows = store.db.execute(f"SELECT * FROM run_progress WHERE run_id IN ({marks})", run_ids)
     return {int(row["run_id"]): dict(row) for row in rows}
+
+
+def events_after(store: Store, after_id: int, limit: int = 500) -> list[dict[str, Any]]:
+    """The journal's lines after line `after_id`, oldest first (`worker log -f`)."""
+    ensure(store)
+    rows = store.db.execute(
+        "SELECT id, run_id, at, text FROM run_events WHERE id > ? ORDER BY id LIMIT ?",
+        (after_id, limit),
+    )
+    return [dict(row) for row in rows]
+
+
+def last_event_id(store: Store) -> int:
+    ensure(store)
+    row = store.db.execute("SELECT COALESCE(MAX(id), 0) FROM run_events").fetchone()
+    return int(row[0])
 
 
 def tools_of(store: Store, run_id: int) -> dict[int, dict[str, Any]]:

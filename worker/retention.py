@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -87,10 +88,17 @@ def prune(
                 )
             else:
                 setattr(report, name, db.execute(f"DELETE {where}", (before,)).rowcount)
+        if not dry_run and _has_table(db, "run_events"):  # the progress journal (`log -f`)
+            db.execute("DELETE FROM run_events WHERE at < ?", (runs_before,))
     if not dry_run:
         store.put(LAST_PRUNE_KEY, repr(now))
     _prune_logs(settings, report, now)
     return report
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return found.fetchone() is not None
 
 
 def _prune_logs(settings: Settings, report: PruneReport, now: float) -> None:

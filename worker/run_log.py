@@ -10,7 +10,7 @@ from typing import Any
 
 from worker.config import Settings
 from worker.errors import UsageError
-from worker.progress import progress_of, tools_of
+from worker.progress import events_after, last_event_id, progress_of, tools_of
 from worker.store import Store
 
 
@@ -69,31 +69,76 @@ def follow(
     settings: Settings, limit: int, stop: threading.Event, poll_s: float = 1.0
 ) -> Iterator[dict[str, Any]]:
     """Runs as they happen: each run once when it starts (or is first seen) and once when
-    it ends, and its progress (iteration, tool) whenever that changes. Ends when `stop` is set.
-    """
+    it ends, and between them each line of its journal (an iteration's start and end, a tool
+    call, a STATUS block, a supervisor finding) once, with the time it happened (`at`; a
+    journal line has `event` too). Lines are in the order they happened. Ends when `stop` is
+    set."""
     seen: dict[int, tuple[Any, ...]] = {}
+    after: int | None = None  # the journal's last line shown; None: from the start of -f
     while not stop.is_set():
-        if settings.db_path.exists():
+        if not settings.db_path.exists():
+            after = 0  # nothing has happened yet: every line to come is shown
+        else:
             with Store(settings.db_path) as store:
                 rows = log_rows(store, limit)
                 live = progress_of(store, [r["run"] for r in rows if r["ended_at"] is None])
-            for row in reversed(rows):
-                beat = live.get(row["run"]) or {}
-                row["progress"] = beat or None
-                key = (row["ended_at"], beat.get("iteration"), beat.get("tool"), row["task"])
-                if seen.get(row["run"]) != key:
-                    seen[row["run"]] = key
-                    yield row
+                if after is None:
+                    after = last_event_id(store)  # what happened before -f is `worker show`'s
+                events = events_after(store, after)
+            after = events[-1]["id"] if events else after
+            yield from sorted(_changed(rows, live, seen) + _lines(events, rows, live), key=_at)
         stop.wait(poll_s)
 
 
-def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
+def _changed(
+    rows: list[dict[str, Any]], live: dict[int, dict[str, Any]], seen: dict[int, tuple[Any, ...]]
+) -> list[dict[str, Any]]:
+    """The runs first seen, or ended, since the last look."""
+    changed = []
+    for row in reversed(rows):
+        row["progress"] = live.get(row["run"]) or None
+        key = (row["ended_at"], row["task"])
+        if seen.get(row["run"]) != key:
+            seen[row["run"]] = key
+            row["at"] = row["ended_at"] or row["started_at"]
+            changed.append(row)
+    return changed
+
+
+def _lines(
+    events: list[dict[str, Any]], rows: list[dict[str, Any]], live: dict[int, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    runs = {row["run"]: row for row in rows}
+    out = []
+    for event in events:
+        # A running run's task is in its heartbeat until the run records it.
+        run = {**(live.get(event["run_id"]) or {}), **(runs.get(event["run_id"]) or {})}
+        out.append(
+            {
+                "run": event["run_id"],
+                "task": run.get("task") or run.get("task_id"),
+                "title": run.get("title"),
+                "outcome": "running",
+                "at": event["at"],
+                "event": event["text"],
+            }
+        )
+    return out
+
+
+def _at(row: dict[str, Any]) -> tuple[float, int]:
+    """In time order; at the same moment a run's start, then its lines, then its end."""
+    rank = 1 if "event" in row else 2 if row.get("ended_at") else 0
+    return float(row["at"]), rank
+
+
+def run_detail(settings: Settings, run: int | str) -> dict[str, Any]:
+    """One run, iteration by iteration: `run` is its number, or a task id (its latest run)."""
     if not settings.db_path.exists():
         raise UsageError(f"no runs yet in {settings.workspace}; `worker run` records them")
     with Store(settings.db_path) as store:
-        found = runs_where(store, "id = ?", (run_id,))
-        if not found:
-            raise UsageError(f"no run {run_id}; `worker log` lists the runs")
+        found = _find_run(store, run)
+        run_id = found[0]["id"]
         tools = tools_of(store, run_id)
         iterations = []
         for it in store.iterations_of(run_id):
@@ -101,3 +146,18 @@ def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
             iterations.append({**it, **extra})
         described = describe(store, found)[0]
     return {"run": described, "iterations": iterations}
+
+
+def _find_run(store: Store, run: int | str) -> list[dict[str, Any]]:
+    text = str(run).strip()
+    if text.isdigit():
+        found = runs_where(store, "id = ?", (int(text),), limit=1)
+        if not found:
+            raise UsageError(f"no run {text}; `worker log` lists the runs")
+        return found
+    found = runs_where(store, "task_id = ?", (text,), limit=1)
+    if not found:
+        raise UsageError(
+            f"no run of task {text!r}; give a run number or a task id that `worker log` lists"
+        )
+    return found

@@ -49,6 +49,7 @@ class RunReport:
     review_cost_usd: float = 0.0
     infra: str | None = None  # the agent's infrastructure failure (InfraKind), if any
     notes: list[str] = field(default_factory=list)  # a dry run's warnings, in words
+    source_errors: list[str] = field(default_factory=list)  # a dry run's, in words
 
     @property
     def mode(self) -> str | None:
@@ -84,4 +85,5 @@ class RunReport:
             },
             "infra": self.infra,
             "notes": self.notes,
+            "source_errors": self.source_errors,
         }

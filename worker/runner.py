@@ -82,6 +82,8 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
         for skipped in listing.skipped
         if skipped.reason_code == SETUP_PROBLEM
     ]
+    # SOURCE_ERROR in words: which source could not be read, and why.
+    report.source_errors = [e for listing in snap.listings for e in listing.errors][:10]
     if decision.task is None:
         return report
     mode_id, mode_reason = _pick_mode(decision, options, modes)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.errors import UsageError, describe_validation
+from worker.known_tasks import known_task_ids
 from worker.modes import load_modes, modes_path
 from worker.sources.message import PRIORITY_WORDS, write_message
 
@@ -55,6 +56,8 @@ def submit(
         known = load_modes(modes_path(settings.workspace, settings.modes_file)).modes
         if mode not in known:
             raise UsageError(f"--mode {mode!r}: no such mode (known: {', '.join(known)})")
+    if reply_to is not None and (to is None or to == settings.machine_id):
+        _require_task(settings, reply_to)  # another machine's tasks are not known here
     now = datetime.now(UTC)
     msg_id, rank, target = new_message_id(now), _priority(priority), to or settings.machine_id
     data = {
@@ -75,6 +78,19 @@ def submit(
     except ValidationError as exc:
         raise UsageError(f"not a valid message: {describe_validation(exc)}") from exc
     return Submitted(msg_id, path, target, rank)
+
+
+def _require_task(settings: Settings, task_id: str) -> None:
+    """A reply goes to a task this workspace knows (a waiting one, most often): a reply to
+    a typo would sit in the inbox unread, answering nothing."""
+    known = known_task_ids(settings)
+    if task_id in known:
+        return
+    shown = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
+    raise UsageError(
+        f"--reply-to {task_id!r}: no task with that id is known here (known: {shown or 'none'});"
+        " `worker waits list` shows the waiting ones"
+    )
 
 
 def _priority(value: str) -> int | str:

@@ -131,7 +131,13 @@ class LiveProgress:
         if self.live_ok or step.finding is None or step.finding == self._said:
             return
         self._said = step.finding
-        self._plain(f"{step.task_id}: supervisor: {step.finding}")
+        self._plain(f"{step.task_id}: {_finding_line(step.finding)}")
+
+    def said(self, step: Step, text: str) -> None:
+        """A tool call or a STATUS block, as it happens: a line of its own off a terminal
+        (the live panel shows the current tool instead)."""
+        if not self.live_ok:
+            self._plain(f"{step.task_id}: {text}")
 
     def start(self, text: str) -> None:
         self._start_live()
@@ -197,7 +203,7 @@ class LiveProgress:
             f"cost: ${step.total_cost:.4f}",
         ]
         if step.finding:
-            lines.append(f"supervisor: {step.finding}")
+            lines.append(_finding_line(step.finding))
         return lines
 
 
@@ -211,6 +217,12 @@ class _Panel:
         from rich.text import Text
 
         return Text("\n".join(self.progress.lines()))
+
+
+def _finding_line(finding: str) -> str:
+    """As `worker.progress.finding_line` (not imported: ui stays light for every command)."""
+    said = finding.lstrip("[ ").lower().startswith("supervisor")
+    return finding if said else f"supervisor: {finding}"
 
 
 def _where(step: Step) -> str:

@@ -24,6 +24,9 @@ last one repeats). FAKE_CLAUDE_LOG: a JSONL file where each invocation appends
              its working folder; `mode` in octal (e.g. "755")
   big_line   print one assistant event this many bytes long, in pieces (a runaway output);
              `big_lines` such events (default 1)
+  gate       a folder: before its k-th step after the first (each tool call, then the text,
+             then the result) the agent waits until the file `go-<k>` exists there, so a
+             test decides when each event comes
   replay     print the lines of this recorded stream-json file, then sleep `hang` seconds (if
              given) and exit with `exit`: a real CLI's stream, e.g. its API retries
 """
@@ -34,6 +37,14 @@ import subprocess
 import sys
 import time
 import uuid
+
+
+def wait_gate(gate: str | None, step: int) -> None:
+    """Wait until the test opens this step's gate (none before the first step)."""
+    if not gate or step == 0:
+        return
+    while not os.path.exists(os.path.join(gate, f"go-{step}")):
+        time.sleep(0.02)
 
 
 def main() -> int:
@@ -110,7 +121,10 @@ def main() -> int:
         write_file(item)
     for _ in range(int(answer.get("big_lines", 1)) if answer.get("big_line") else 0):
         big_line(int(answer["big_line"]), session)
+    steps = iter(range(len(answer.get("tools", [])) + 3))
+    gate = answer.get("gate")
     for tool in answer.get("tools", []):
+        wait_gate(gate, next(steps))
         tool_id = "toolu_" + uuid.uuid4().hex[:20]
         assistant(
             [
@@ -155,7 +169,9 @@ def main() -> int:
                 block.append(f"{field}: {answer[key]}")
         block.append("===================")
         text = (text + "\n\n" if text else "") + "\n".join(block)
+    wait_gate(gate, next(steps))
     assistant([{"type": "text", "text": text}], session, answer)
+    wait_gate(gate, next(steps))
     if answer.get("hang_after_text"):
         time.sleep(float(answer["hang_after_text"]))
     if "rate_limit_rejected" in answer:

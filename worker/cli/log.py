@@ -91,7 +91,11 @@ def _cells(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _follow_line(row: dict[str, Any]) -> str:
-    head = f"{_when(row['started_at'])} run {row['run']}"
+    """One line stamped with the moment it tells of: the run's start, a line of its journal
+    (a tool call, a STATUS block, ...) or its end."""
+    head = f"{_when(row['at'])} run {row['run']}"
+    if "event" in row:
+        return f"{head} {row['task'] or ''}: {row['event']}"
     task = f" {row['task']}" + (f" ({row['title']})" if row["title"] else "") if row["task"] else ""
     if row["ended_at"] is None:
         beat = row.get("progress") or {}

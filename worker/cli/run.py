@@ -74,6 +74,8 @@ def run(
 def _render(data: dict[str, Any]) -> None:
     codes = ", ".join(data["reason_codes"])
     if data["outcome"] == "dry_run":
+        for error in data["source_errors"]:
+            ui.line(f"source error: {error}")
         _render_dry_run(data, codes)
         return
     if data["outcome"] == "idle":

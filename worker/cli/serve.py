@@ -76,7 +76,9 @@ def _print_cycle(
     progress: ui.LiveProgress, cycle: Cycle, settings: Settings, max_cycles: int | None
 ) -> None:
     detail = f" ({cycle.detail})" if cycle.detail else ""
-    progress.note(f"run {cycle.number}: {cycle.outcome}{detail}")
+    # The run's own number (`worker log`, `worker show`); a cycle that made no run says so.
+    which = f"run {cycle.run_id}" if cycle.run_id is not None else f"cycle {cycle.number}"
+    progress.note(f"{which}: {cycle.outcome}{detail}")
     if cycle.number == max_cycles or cycle.outcome == "config_error":
         return
     wait_s = (

@@ -1,4 +1,4 @@
-"""`worker show RUN`: one run, iteration by iteration."""
+"""`worker show RUN`: one run (by its number, or a task's latest), iteration by iteration."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
 def show_command(
-    run: Annotated[int, typer.Argument(help="The run id (see `worker log`).")],
+    run: Annotated[
+        str,
+        typer.Argument(help="A run number, or a task id for its latest run (see `worker log`)."),
+    ],
     workspace: WorkspaceOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:

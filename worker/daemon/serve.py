@@ -37,6 +37,7 @@ class Cycle:
     outcome: str
     exit_code: int | None
     detail: str = ""
+    run_id: int | None = None  # the run's number, as `worker log` shows it
 
 
 @dataclass
@@ -149,7 +150,9 @@ class Server:
             return Cycle(number, "error", int(exc.exit_code), str(exc)), self.d.interval_s
         outcome = str(getattr(report, "outcome", "done"))
         code = getattr(report, "exit_code", 0)
-        return Cycle(number, outcome, int(code) if code is not None else None), self.d.interval_s
+        exit_code = int(code) if code is not None else None
+        run_id = getattr(report, "run_id", None)
+        return Cycle(number, outcome, exit_code, run_id=run_id), self.d.interval_s
 
     def _wait(self, seconds: float, watch: InboxWatch) -> None:
         """Sleep `seconds`, waking early on a stop request or a new inbox file."""

@@ -82,6 +82,9 @@ class Turn:
         if order.order.ends_task:
             if order.task_id == ALL_TASKS:
                 self.halted = hit = True
+                if order.order is Order.CANCEL:  # every task: the queued and waiting ones too
+                    for target in self._present():
+                        self._end(order, why, target)
             else:
                 hit = self._end(order, why) or hit
         elif order.order is Order.PAUSE:
@@ -113,9 +116,17 @@ class Turn:
                 "its task never showed up",
             )
 
-    def _end(self, order: ControlOrder, why: str) -> bool:
+    def _present(self) -> list[str]:
+        """The tasks waiting or queued now (not the running one), each once."""
+        snap = self.snap
+        ids = [w.task.id for w in snap.ready_waits] + [w.task.id for w in snap.waiting]
+        ids += [task.id for task in _queued(snap)]
+        running = snap.running.id if snap.running is not None else None
+        return [i for i in dict.fromkeys(ids) if i != running]
+
+    def _end(self, order: ControlOrder, why: str, target: str | None = None) -> bool:
         hit = False
-        target = order.task_id
+        target = target or order.task_id
         if target in self.ended:
             return True
         for ready in self.snap.ready_waits:

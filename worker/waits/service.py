@@ -82,7 +82,7 @@ def _row(
 
 def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
-    rows, bad = [], []
+    rows, bad, waits = [], [], []
     with _ledger(settings) as ledger:
         checks = ledger.checks() if ledger else {}
         records = record.recorded(settings, ledger.store if ledger else None)
@@ -90,12 +90,48 @@ def list_waits(settings: Settings, now: datetime | None = None) -> dict[str, Any
             state, problem = record.check(path, records)
             if state is not None:
                 rows.append(_row(path, state, settings, checks, now))
+                waits.append((path, state))
             if problem is not None:
                 bad.append(problem)
+    _ready_now(settings, rows, waits, now)
     rows.sort(key=lambda r: r["since"])
     rejected = settings.wait_states / "rejected"
     count = len(list(rejected.glob("*.json"))) if rejected.is_dir() else 0
     return {"waits": rows, "unreadable": bad, "quarantined": count}
+
+
+def _ready_now(
+    settings: Settings,
+    rows: list[dict[str, Any]],
+    waits: list[tuple[Path, WaitState]],
+    now: datetime,
+) -> None:
+    """A wait the last run found not ready may be ready now (an approval given since, its
+    moment come): asked of the local conditions, read only, no request to GitHub."""
+    pending = {row["file"]: row for row in rows if not row["ready"]}
+    if not pending:
+        return
+    from worker.waits.checking import check  # the conditions: only with a wait not ready
+    from worker.waits.phase0 import WaitScan
+
+    live = [(path, state) for path, state in waits if path.name in pending]
+    found = WaitScan()
+    check(
+        settings,
+        None,
+        live,
+        ledger=None,
+        rows={},
+        stamps={},
+        now=now,
+        dry_run=True,
+        github=None,
+        result=found,
+    )
+    for ready in found.ready:
+        name = getattr(ready.ref, "name", None)  # the wait's file
+        if name in pending:
+            pending[name]["ready"] = True
 
 
 def find(settings: Settings, ident: str) -> tuple[Path, WaitState]:

@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -37,6 +37,7 @@ from worker.sources.github.http import (
     to_float,
     to_int,
     token_from_env,
+    unreachable_because,
 )
 from worker.sources.github.settings import GitHubSettings
 
@@ -187,7 +188,13 @@ class GitHubClient:
                 verb, path, params, dict(headers or {}), body
             )
         except (requests.Timeout, requests.ConnectionError, TimeoutError, OSError) as exc:
-            raise GitHubError(f"{verb} {path}: {type(exc).__name__}: {exc}") from None
+            full = f"{verb} {path}: {type(exc).__name__}: {exc}"
+            why = unreachable_because(exc)
+            if why is None:
+                raise GitHubError(full) from None
+            where = urlsplit(self.settings.base_url).netloc or self.settings.base_url
+            message = f"cannot reach {where} ({why})"
+            raise GitHubError(message, unreachable=True, detail=full) from None
         except ValueError as exc:  # PyGithub could not read the answer's headers (a proxy?)
             raise GitHubError(f"{verb} {path}: unreadable answer: {exc}") from None
         resp_headers = {key.lower(): value for key, value in resp_headers.items()}
@@ -209,6 +216,8 @@ class GitHubClient:
     def retryable(self, exc: BaseException) -> bool:
         """Is `exc` worth another attempt (timeout, 5xx, short secondary rate limit)?"""
         if not isinstance(exc, GitHubError) or isinstance(exc, RateLimitFloor):
+            return False
+        if exc.unreachable:  # refused, or no such host: the next attempt would be too
             return False
         if exc.status is None or exc.status in _RETRY_STATUS:  # timeout, reset, 5xx
             return True

@@ -5,7 +5,9 @@ Kept apart from github_client so that both stay small; import them from github_c
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +27,16 @@ class GitHubError(WorkerError):
         status: int | None = None,
         retry_after: float | None = None,
         rate_limited: bool = False,
+        unreachable: bool = False,
+        detail: str = "",
     ) -> None:
         super().__init__(redact(message))
         self.status = status
         self.retry_after = retry_after
         self.rate_limited = rate_limited
+        # The server cannot be reached at all (refused, no such host): not worth a retry.
+        self.unreachable = unreachable
+        self.detail = redact(detail) or str(self)  # the whole error, for the log file
 
 
 class RateLimitFloor(GitHubError):
@@ -99,3 +106,31 @@ def to_float(value: str | None) -> float | None:
 def to_int(value: str | None) -> int | None:
     number = to_float(value)
     return int(number) if number is not None else None
+
+
+_UNREACHABLE = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.EHOSTUNREACH: "no route to the host",
+    errno.ENETUNREACH: "network unreachable",
+}
+
+
+def unreachable_because(exc: BaseException) -> str | None:
+    """Why a connection could not be made at all, in words (`connection refused`, `unknown
+    host`), or None for a failure worth another try (a timeout, a connection reset). Looks
+    down the chain requests and urllib3 wrap the socket's error in."""
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, socket.gaierror):
+            return "unknown host"
+        if isinstance(item, ConnectionRefusedError):  # its errno differs on Windows
+            return "connection refused"
+        if isinstance(item, OSError) and item.errno in _UNREACHABLE:
+            return _UNREACHABLE[item.errno]
+        todo += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
+    return None

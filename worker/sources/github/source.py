@@ -46,6 +46,8 @@ from worker.sources.github.selection import (
 )
 from worker.store import Store
 
+_ERROR_LOG_BYTES = 1_000_000  # github.log starts over past this (about 2,500 errors)
+
 log = logging.getLogger(__name__)
 
 Issue = dict[str, Any]
@@ -92,10 +94,31 @@ class GitHubSource:
             try:
                 tasks += self._list_repo(repo, listing, pending)
             except Exception as exc:  # one repository's failure is an error, not a crash
-                log.warning("github: %s: %s", repo, exc)
+                # One short line per run; the whole error (a ConnectionError is 400
+                # characters of urllib3) goes to the log file, and `-v` shows it.
+                log.warning("github %s: %s", repo, exc)
+                detail = getattr(exc, "detail", None) or redact(str(exc))
+                log.debug("github %s: %s", repo, detail)
+                self._log_error(f"github {repo}: {detail}")
                 listing.errors.append(f"github {repo}: {exc}")
         listing.tasks = order(tasks)
         return listing
+
+    def _log_error(self, text: str) -> None:
+        """Append one error to `<state>/logs/github.log` (kept under 1 MB by starting it over,
+        the previous one kept as `github.log.1`); nothing in a dry run."""
+        if self.dry_run:
+            return
+        path = self.settings.logs / "github.log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() and path.stat().st_size > _ERROR_LOG_BYTES:
+                os.replace(path, path.with_name("github.log.1"))
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(f"{stamp} {text}\n")
+        except OSError as exc:
+            log.debug("github: cannot write %s: %s", path, exc)
 
     def _list_repo(
         self, repo: str, listing: Listing, pending: set[str] | None = None
