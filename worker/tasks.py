@@ -145,6 +145,7 @@ def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> Start
         unavailable_hits=int(extra.get(HITS_KEY, 0)),
         pending_answer=extra.get(ANSWER_KEY),
         model=(state.context.model or None) if same_mode else None,
+        session_mode=state.context.mode,
     )
 
 
