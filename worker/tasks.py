@@ -16,7 +16,7 @@ from worker.modes import ModeSet
 from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
 from worker.progress import Tracker, review_step
-from worker.review.hooks import after_task, prompt_sections
+from worker.review.hooks import TaskSections, after_task, task_sections
 from worker.run_report import RunOptions
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
@@ -51,6 +51,7 @@ def execute(
     cwd, branch = settings.workspace, None
     if options.use_worktree:
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
+    chosen = _sections(settings, store, task)
     ctx = LoopContext(
         settings=settings,
         modes=modes,
@@ -60,7 +61,8 @@ def execute(
         supervisor=make_supervisor(settings, task, run_id),
         forced_model=options.model,
         stop_event=stop,
-        sections=_sections(settings, store, task),
+        sections=chosen.sections,
+        section_changes=chosen.changes,
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
         on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
     )
@@ -121,12 +123,12 @@ def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
     return run_task(ctx, task, start)
 
 
-def _sections(settings: Settings, store: Store, task: Task) -> list[str]:
+def _sections(settings: Settings, store: Store, task: Task) -> TaskSections:
     try:
-        return list(prompt_sections(settings, store, task))
+        return task_sections(settings, store, task)
     except Exception as exc:  # knowledge is a help, never a blocker
         log.warning("could not build the knowledge sections: %s", exc)
-        return []
+        return TaskSections()
 
 
 def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> StartPoint:
