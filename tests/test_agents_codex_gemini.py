@@ -411,14 +411,17 @@ def test_success_on_the_first_iteration(agent: str, fake: FakeCli, workspace: Pa
 
 
 def test_continue_then_success(agent: str, fake: FakeCli, workspace: Path) -> None:
-    """Codex resumes its thread; Gemini starts a new session, the prompt carrying the past."""
+    """Codex resumes its thread, which holds the task, the instructions and its answer: the
+    prompt carries only what is new. Gemini starts a new session: the prompt carries all of
+    it again, the previous answer quoted."""
     fake.answers({"status": "continue", "reason": "step 1"}, {"status": "success"})
     write_message(workspace, "msg-2")
     report = run_once(load_settings(workspace), RunOptions())
     assert report.outcome.value == "success" and report.iterations == 2
     assert [row[0] for row in iterations(workspace)] == ["continue", "success"]
     first, second = fake.calls
-    assert "step 1" in second["stdin"]
+    again = ("step 1", "Please do the thing.", "=== AGENT STATUS ===")
+    assert [words in second["stdin"] for words in again] == [agent == "gemini"] * 3
     if agent == "codex":
         assert "resume" not in first["argv"]
         index = second["argv"].index("resume")

@@ -325,7 +325,7 @@ class _TaskRun:
             verify(agent), ctx.checks, ctx.cwd, self.settings, self.run_logs
         )
         if failing is not None:
-            ctx.checks_report = failing
+            ctx.checks_report = self.new_checks = failing
         record = record_iteration(
             ctx.store,
             ctx.run_id,
