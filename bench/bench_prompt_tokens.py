@@ -246,6 +246,16 @@ def prefix_breaks(calls: list[dict[str, Any]]) -> list[int]:
     return broken
 
 
+def knowledge_chars(calls: list[dict[str, Any]]) -> int:
+    """The size of the `## PROJECT KNOWLEDGE` section in the first request (0 without one)."""
+    text = json.dumps(calls[0]["messages"], ensure_ascii=False) if calls else ""
+    start = text.find("## PROJECT KNOWLEDGE")
+    if start < 0:
+        return 0
+    end = text.find("\\n\\n## ", start + 1)
+    return len(json.loads(f'"{text[start:end]}"'))
+
+
 def measure(bodies: list[dict[str, Any]]) -> dict[str, Any]:
     calls = [b for b in bodies if is_conversation(b)]
     return {
@@ -253,6 +263,7 @@ def measure(bodies: list[dict[str, Any]]) -> dict[str, Any]:
         "input_chars": sum(input_chars(b) for b in calls),
         "side_requests": len(bodies) - len(calls),
         "prefix_breaks": prefix_breaks(calls),
+        "knowledge_section_chars": knowledge_chars(calls),
     }
 
 
