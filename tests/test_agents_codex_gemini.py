@@ -485,7 +485,7 @@ def test_escalating_to_another_agent_does_not_resume_the_first_ones_session(
         },
     )
     (workspace / "modes" / "modes.json").write_text(json.dumps(modes))
-    fake_claude.answers({"status": "escalate", "reason": "needs codex"})
+    fake_claude.answers({"status": "escalate", "reason": "needs codex", "text": "Tried sed."})
     fake.answers({"status": "success"})
     write_message(workspace, "msg-switch")
     report = run_once(load_settings(workspace), RunOptions())
@@ -493,3 +493,7 @@ def test_escalating_to_another_agent_does_not_resume_the_first_ones_session(
     assert report.modes == ["claude-first", "codex-mode"]
     assert "resume" not in fake.calls[0]["argv"]
     assert "SESSION_MISSING_FRESH_START" not in report.reason_codes
+    # A fresh session after escalation: the briefing, with the answer it does not hold.
+    prompt = fake.calls[0]["stdin"]
+    assert "Please do the thing." in prompt and "=== AGENT STATUS ===" in prompt
+    assert "## Your previous iteration ended with" in prompt and "Tried sed." in prompt
