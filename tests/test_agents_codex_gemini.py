@@ -411,14 +411,17 @@ def test_success_on_the_first_iteration(agent: str, fake: FakeCli, workspace: Pa
 
 
 def test_continue_then_success(agent: str, fake: FakeCli, workspace: Path) -> None:
-    """Codex resumes its thread; Gemini starts a new session, the prompt carrying the past."""
+    """Codex resumes its thread, which holds the task, the instructions and its answer: the
+    prompt carries only what is new. Gemini starts a new session: the prompt carries all of
+    it again, the previous answer quoted."""
     fake.answers({"status": "continue", "reason": "step 1"}, {"status": "success"})
     write_message(workspace, "msg-2")
     report = run_once(load_settings(workspace), RunOptions())
     assert report.outcome.value == "success" and report.iterations == 2
     assert [row[0] for row in iterations(workspace)] == ["continue", "success"]
     first, second = fake.calls
-    assert "step 1" in second["stdin"]
+    again = ("step 1", "Please do the thing.", "=== AGENT STATUS ===")
+    assert [words in second["stdin"] for words in again] == [agent == "gemini"] * 3
     if agent == "codex":
         assert "resume" not in first["argv"]
         index = second["argv"].index("resume")
@@ -482,7 +485,7 @@ def test_escalating_to_another_agent_does_not_resume_the_first_ones_session(
         },
     )
     (workspace / "modes" / "modes.json").write_text(json.dumps(modes))
-    fake_claude.answers({"status": "escalate", "reason": "needs codex"})
+    fake_claude.answers({"status": "escalate", "reason": "needs codex", "text": "Tried sed."})
     fake.answers({"status": "success"})
     write_message(workspace, "msg-switch")
     report = run_once(load_settings(workspace), RunOptions())
@@ -490,3 +493,7 @@ def test_escalating_to_another_agent_does_not_resume_the_first_ones_session(
     assert report.modes == ["claude-first", "codex-mode"]
     assert "resume" not in fake.calls[0]["argv"]
     assert "SESSION_MISSING_FRESH_START" not in report.reason_codes
+    # A fresh session after escalation: the briefing, with the answer it does not hold.
+    prompt = fake.calls[0]["stdin"]
+    assert "Please do the thing." in prompt and "=== AGENT STATUS ===" in prompt
+    assert "## Your previous iteration ended with" in prompt and "Tried sed." in prompt

@@ -74,9 +74,16 @@ def test_continue_continue_success_resumes_the_session(
     report = run(workspace)
     assert report.outcome.value == "success" and report.iterations == 3
     assert [s[3] for s in statuses(workspace)] == ["continue", "continue", "success"]
-    second = fake_claude.task_calls[1]
-    assert "--resume" in second["argv"]
-    assert "step 1" in second["stdin"]  # the previous iteration is gathered into the prompt
+    first, second, third = fake_claude.task_calls
+    assert "--resume" in second["argv"] and "--resume" in third["argv"]
+    assert "Please do the thing." in first["stdin"] and "=== AGENT STATUS ===" in first["stdin"]
+    # The resumed session holds the task, the instructions and its own answers: the next
+    # prompts carry only what is new (here, nothing but the iteration).
+    for later in (second, third):
+        prompt = later["stdin"]
+        assert "Please do the thing." not in prompt and "STATUS" not in prompt, prompt
+        assert "step 1" not in prompt
+    assert "iteration 2 of 5" in second["stdin"] and "iteration 3 of 5" in third["stdin"]
 
 
 def test_escalation_from_code_simple_to_code_complex(

@@ -25,6 +25,7 @@ import pytest
 from tests.conftest import status_block
 from tests.fakes.anthropic_api import AnthropicAPI, failure, hang, text, tool_use
 from tests.realcli_support import real_cli
+from worker.status import STATUS_INSTRUCTIONS, STATUS_REMINDER
 
 from .conftest import run_with_real_claude, state_of, write_message
 
@@ -222,3 +223,57 @@ def test_a_missing_binary_exits_78_and_touches_no_task(
     assert "Claude Code cannot start" in done.stderr and "claude_bin" in done.stderr
     assert message.read_bytes() == before
     assert claude_api.requests == []
+
+
+def newest_prompt(body: dict[str, Any]) -> str:
+    """worker's prompt in this request: the newest user text that starts like one."""
+    return [t for t in user_texts(body) if t.lstrip().startswith("# Task msg-1")][-1]
+
+
+def test_a_resumed_session_ends_with_a_parseable_block_without_the_instructions_again(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    """Issue 32: the STATUS instructions go once, in the session's first prompt; the resumed
+    iterations carry only what is new, and their blocks are read all the same. An answer
+    without a block brings a one-line reminder, once."""
+    claude_api.script(
+        text("Looked around: the parser is in src/."),  # no block
+        text("Half done.\n" + status_block("continue", "tests next")),
+        text("Fixed.\n" + status_block("success", "parser fixed")),
+    )
+    write_message(workspace, "msg-1", subject="Fix the parser")
+    report = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
+    assert (report["outcome"], report["iterations"], report["reason"]) == (
+        "success",
+        3,
+        "parser fixed",
+    )
+    assert "NO_STATUS_BLOCK" in report["reason_codes"]
+    first, second, third = claude_api.conversation_requests()
+    assert STATUS_INSTRUCTIONS in newest_prompt(first)
+    for later in (second, third):
+        # The session holds the instructions once; the new prompt does not repeat them.
+        assert "\n".join(user_texts(later)).count(STATUS_INSTRUCTIONS) == 1
+        assert STATUS_INSTRUCTIONS not in newest_prompt(later)
+        assert "Please do the thing." not in newest_prompt(later)
+    assert STATUS_REMINDER in newest_prompt(second)
+    assert STATUS_REMINDER not in newest_prompt(third)
+
+
+def test_a_new_mode_after_escalation_gets_the_instructions_again(
+    workspace: Path, claude_api: AnthropicAPI
+) -> None:
+    """Escalated from code-simple to code-complex (the same CLI, a stronger model): the first
+    prompt in the new mode is a briefing, the task and the STATUS instructions in it."""
+    claude_api.script(
+        text("Too hard for me.\n" + status_block("escalate", "needs a stronger model")),
+        text("Done.\n" + status_block("success", "fixed in the stronger mode")),
+    )
+    write_message(workspace, "msg-1", subject="Fix the parser")
+    report = report_of(run_with_real_claude(workspace, claude_api, "run", "--json"))
+    assert (report["outcome"], report["modes"]) == ("success", ["code-simple", "code-complex"])
+    assert report["reason"] == "fixed in the stronger mode"
+    _, escalated = claude_api.conversation_requests()
+    prompt = newest_prompt(escalated)
+    assert "Mode code-complex, iteration 1 of" in prompt
+    assert STATUS_INSTRUCTIONS in prompt and "Please do the thing." in prompt

@@ -106,7 +106,8 @@ def test_the_next_iteration_resumes_the_thread(
     codex: Path, openai: FakeOpenAIAPI, workspace: Path
 ) -> None:
     """Iteration 2 runs `codex exec ... resume <thread>`: its request carries iteration 1's
-    conversation (the prompt and the answer), then the new prompt."""
+    conversation (the prompt and the answer), then the new prompt, which carries only what
+    is new (the thread holds the task and the STATUS instructions)."""
     openai.play(
         api.text(status_text("continue", "step one done", "First answer.")),
         api.text(status_text("success", "all done")),
@@ -121,7 +122,8 @@ def test_the_next_iteration_resumes_the_thread(
     where = history.index(answers[0])
     before, after = json.dumps(history[:where]), json.dumps(history[where + 1 :])
     assert "Please do the thing." in before  # iteration 1's prompt, then its answer,
-    assert "step one done" in after  # then iteration 2's prompt with the last STATUS
+    assert "iteration 2 of" in after  # then iteration 2's prompt, without the task again
+    assert "Please do the thing." not in after and "=== AGENT STATUS ===" not in after
 
 
 def test_wait_approve_resume_carries_the_note_into_the_resumed_thread(

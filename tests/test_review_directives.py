@@ -8,7 +8,7 @@ from tests.fakes.reviewer_kit import finished, open_store, review_settings
 from worker.models import Outcome, Task
 from worker.review import db
 from worker.review import directives as queue
-from worker.review.hooks import after_task, prompt_sections
+from worker.review.hooks import after_task, prompt_sections, task_sections
 
 
 def _add(store, description, *, type="functional", priority="normal", seq=0, cap=10):  # type: ignore[no-untyped-def]
@@ -157,3 +157,51 @@ def test_dropping_a_directive_records_the_fate(tmp_path: Path) -> None:
         dropped = queue.get(store, directive_id)
     assert dropped is not None and dropped.state == "dropped"
     assert dropped.fate_note == "dropped by the user"
+
+
+def test_the_directives_about_the_task_come_first_within_the_budget(tmp_path: Path) -> None:
+    """Over the budget, the critical directive and the one naming the task's file are shown;
+    the others stay queued for a later task (pending, not dropped)."""
+    settings = review_settings(tmp_path / "ws", {"directive_token_budget": 200})
+    with open_store(settings) as store:
+        db.ensure(store)
+        for n in range(6):
+            _add(store, f"unrelated cleanup {n}: " + "word " * 20, type="cleanup")
+        about = queue.add(
+            store,
+            type="functional",
+            source="design",
+            description="split the long function",
+            files=["src/parser.py"],
+            seq=0,
+            cleanup_cap=10,
+        )
+        critical = _add(store, "stop writing to the shared file", priority="critical")
+        task = Task("t1", "inbox", "Speed up src/parser.py")
+        (text,) = prompt_sections(settings, store, task)
+        assert f"- D{critical} " in text and f"- D{about} " in text
+        assert text.count("- D") < 8
+        assert len(queue.pending(store)) == 8
+
+
+def test_a_session_restored_from_a_wait_is_told_only_the_directives_that_changed(
+    tmp_path: Path,
+) -> None:
+    """The first time, nothing is a change (the briefing holds them all); after a wait, the
+    new directive and the one withdrawn are the changes."""
+    settings = review_settings(tmp_path / "ws")
+    with open_store(settings) as store:
+        db.ensure(store)
+        kept = _add(store, "keep this one")
+        dropped = _add(store, "drop this one")
+        task = Task("t1", "inbox", "something")
+        first = task_sections(settings, store, task)
+        assert f"D{kept} " in first.sections[0] and f"D{dropped} " in first.sections[0]
+        queue.drop(store, int(dropped or 0))
+        added = _add(store, "a new one")
+        again = task_sections(settings, store, task)
+    assert f"D{added} " in again.sections[0]
+    new, gone = again.changes
+    assert new.startswith("## DIRECTIVES NEW SINCE YOU STARTED") and f"D{added} " in new
+    assert f"D{kept} " not in new
+    assert gone == f"## DIRECTIVES WITHDRAWN\nD{dropped}: no longer asked of this task."

@@ -189,3 +189,33 @@ def test_task_changes_come_from_the_task_branch_and_heavy_churn_adds_urgency(
     assert changes.diff.endswith("[... diff cut ...]")
     signals = signals_of(finished("t1"), changes.lines, settings.review)
     assert signals.churn and urgency_of(signals, settings.review) == 0.2
+
+
+def test_docs_about_the_task_come_first_in_every_folder(tmp_path: Path) -> None:
+    """With more docs than the budget holds, the ones sharing words with the task (a lesson
+    included) are in, ahead of the project's general conventions; a design doc about another
+    part of the project stays out even with room left."""
+    settings = review_settings(tmp_path / "ws", {"token_budget": 260})
+    for n in range(6):
+        write_user_doc(
+            settings,
+            f"conventions/general{n}.md",
+            f"# General {n}\n\n## Rules\n\n1. Keep functions short, rule {n}: " + "x" * 80 + "\n",
+        )
+    write_user_doc(
+        settings,
+        "lessons/parser.md",
+        "# Parser\n\n## Rules\n\n1. The tokenizer drops trailing whitespace: check it.\n",
+    )
+    write_user_doc(
+        settings, "design/network.md", "# Network\n\n## Rules\n\n1. Retries use backoff.\n"
+    )
+    task = Task("t1", "inbox", "Fix the tokenizer", body="trailing whitespace breaks parsing")
+    ks = KnowledgeStore.for_settings(settings)
+    section = knowledge_section(ks.docs(), task, 260, "docs/knowledge/")
+    assert section.included[0] == "lessons/parser.md"
+    assert "design/network.md" not in section.included
+    assert section.omitted > 0 and estimate_tokens(section.text) <= 260
+    roomy = knowledge_section(ks.docs(), task, 5000, "docs/knowledge/")
+    assert "design/network.md" not in roomy.included and roomy.omitted == 0
+    assert len(roomy.included) == 7

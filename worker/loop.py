@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from worker.agents.infra import missing_binary
-from worker.agents.registry import adapter_for, permission_args
+from worker.agents.registry import adapter_for, permission_args, resumes_sessions
 from worker.config import Settings
 from worker.costs import DAILY_BUDGET_REACHED, daily_cap_reached, save_budget_wait
 from worker.infra import infra_end
@@ -87,6 +87,7 @@ class StartPoint:
     unavailable_hits: int = 0  # timed waits in a row for an unavailable model API
     pending_answer: str | None = None  # the answer an outage kept from the model
     model: str | None = None  # the model the task was waiting with (restored on resume)
+    session_mode: str | None = None  # the mode whose briefing `session_id` holds (a wait's)
 
 
 @dataclass
@@ -101,6 +102,8 @@ class LoopContext:
     forced_model: str | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     sections: list[str] = field(default_factory=list)
+    # What changed in the sections since a restored session got them (a new directive).
+    section_changes: list[str] = field(default_factory=list)
     renew: Callable[[], None] = lambda: None
     on_agent_start: Callable[[int], None] = lambda pid: None
     checks: list[str] = field(default_factory=list)  # verify: commands that must pass
@@ -132,6 +135,10 @@ class _TaskRun:
         self.previous = StatusBlock(status=None)
         self.previous_output = ""
         self.steering: list[str] = []
+        # The mode whose briefing the session holds (None: no session holds one yet), and the
+        # failing checks found since the last prompt (a new fact for a follow-up).
+        self.briefed = (start.session_mode or start.mode) if start.session_id else None
+        self.new_checks = ""
         self.escalations = 0
         self.last_error, self.same_errors = "", 0
         self.seq = 0
@@ -207,23 +214,36 @@ class _TaskRun:
             )
         return None
 
+    def prompt(self, resuming: bool) -> str:
+        """A follow-up for a resumed session that holds this mode's briefing, else the
+        briefing: everything again (a new session, a new mode, an agent that cannot resume)."""
+        ctx = self.ctx
+        follow_up = resuming and self.briefed == self.mode.id
+        parts = PromptParts(
+            task=self.task,
+            mode=self.mode.id,
+            iteration=self.iteration,
+            max_iterations=self.limit,
+            # A resumed session holds its last answer: quoted only for a new one.
+            previous_output="" if resuming else self.previous_output,
+            previous_reason="" if resuming else self.previous.reason,
+            steering=self.steering,
+            sections=ctx.sections,
+            resume_answer=self.answer,
+            checks_report=self.new_checks if follow_up else ctx.checks_report,
+            follow_up=follow_up,
+            remind_status=self.seq > 0 and self.previous.status is None,
+            changed_sections=ctx.section_changes,
+        )
+        return build_prompt(parts)
+
     def gather(self) -> tuple[AgentRequest, str]:
         """The prompt and the agent call for this iteration, and its label for progress."""
         ctx, settings, mode = self.ctx, self.settings, self.mode
-        prompt = build_prompt(
-            PromptParts(
-                task=self.task,
-                mode=mode.id,
-                iteration=self.iteration,
-                max_iterations=self.limit,
-                previous_output=self.previous_output,
-                previous_reason=self.previous.reason,
-                steering=self.steering,
-                sections=ctx.sections,
-                resume_answer=self.answer,
-                checks_report=ctx.checks_report,
-            )
-        )
+        resuming = self.session_id is not None and resumes_sessions(settings, mode)
+        prompt = self.prompt(resuming)
+        # Told once: the next prompts carry only what is new after them.
+        self.new_checks, ctx.section_changes = "", []
         self.seq += 1
         request = AgentRequest(
             prompt=prompt,
@@ -232,7 +252,7 @@ class _TaskRun:
             # An iteration never outlives the task's wall-clock cap.
             timeout_s=_timeout(settings, mode, time.monotonic() - self.started),
             log_path=self.run_logs / f"iteration-{self.seq}.jsonl",
-            resume_session=self.session_id,
+            resume_session=self.session_id if resuming else None,
             extra_args=permission_args(mode),
             stop=ctx.stop_event,
             on_start=ctx.on_agent_start,
@@ -256,11 +276,14 @@ class _TaskRun:
         if agent.session_missing and self.session_id:
             # The CLI lost the session (claude-code issues): start fresh, same iteration.
             result.reason_codes.append("SESSION_MISSING_FRESH_START")
-            self.session_id = None
-            fresh = dataclasses.replace(request, resume_session=None)
+            self.session_id = self.briefed = None
+            fresh = dataclasses.replace(request, prompt=self.prompt(False), resume_session=None)
             agent = _run_agent(ctx, self.mode, fresh, label, t0)
         duration = time.monotonic() - t0
         result.cost_usd += agent.cost_usd
+        if agent.session_id:
+            # The session holds this mode's briefing: sent now, or held since.
+            self.briefed = self.mode.id
         self.session_id = agent.session_id or self.session_id
         result.final_text = agent.final_text
         ctx.renew()
@@ -302,7 +325,7 @@ class _TaskRun:
             verify(agent), ctx.checks, ctx.cwd, self.settings, self.run_logs
         )
         if failing is not None:
-            ctx.checks_report = failing
+            ctx.checks_report = self.new_checks = failing
         record = record_iteration(
             ctx.store,
             ctx.run_id,

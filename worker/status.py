@@ -33,6 +33,15 @@ intercom_message|time:<ISO 8601>>
 ===================
 """
 
+# One line for a resumed session whose last answer had no block: its first prompt holds the
+# instructions, and this line alone is enough to write a block the parser reads.
+STATUS_REMINDER = (
+    "Your last answer had no valid STATUS block. End this one with it, each part on a line of "
+    "its own: `=== AGENT STATUS ===`, `STATUS: <continue|escalate|wait|success|failure>`, "
+    "`REASON: <one line>` (with ESCALATE_TO, WAIT_FOR and RESUME_WHEN as the instructions at "
+    "the start of this session say), `===================`."
+)
+
 _BLOCK = re.compile(
     r"^[ \t>*`]*=== ?AGENT STATUS ?===[ \t*`]*$(?P<body>.*?)^[ \t>*`]*={3,}[ \t*`]*$",
     re.MULTILINE | re.DOTALL | re.IGNORECASE,

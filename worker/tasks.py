@@ -16,7 +16,7 @@ from worker.modes import ModeSet
 from worker.notify.events import after_task as notify_after_task
 from worker.orphans import start_time
 from worker.progress import Tracker, review_step
-from worker.review.hooks import after_task, prompt_sections
+from worker.review.hooks import TaskSections, after_task, task_sections
 from worker.run_report import RunOptions
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
@@ -63,6 +63,7 @@ def execute(
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
     if decision.wait is not None and "pr" in task.ref:
         start.resume_answer = _base_brought_in(settings, task, cwd, start.resume_answer)
+    chosen = _sections(settings, store, task)
     ctx = LoopContext(
         settings=settings,
         modes=modes,
@@ -72,7 +73,8 @@ def execute(
         supervisor=make_supervisor(settings, task, run_id),
         forced_model=options.model,
         stop_event=stop,
-        sections=_sections(settings, store, task),
+        sections=chosen.sections,
+        section_changes=chosen.changes,
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
         on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
     )
@@ -160,12 +162,12 @@ def _setup_problem(ctx: LoopContext, task: Task, problem: str) -> TaskResult:
     return TaskResult(task, Outcome.FAILURE, reason, codes, modes=[])
 
 
-def _sections(settings: Settings, store: Store, task: Task) -> list[str]:
+def _sections(settings: Settings, store: Store, task: Task) -> TaskSections:
     try:
-        return list(prompt_sections(settings, store, task))
+        return task_sections(settings, store, task)
     except Exception as exc:  # knowledge is a help, never a blocker
         log.warning("could not build the knowledge sections: %s", exc)
-        return []
+        return TaskSections()
 
 
 def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> StartPoint:
@@ -184,6 +186,7 @@ def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> Start
         unavailable_hits=int(extra.get(HITS_KEY, 0)),
         pending_answer=extra.get(ANSWER_KEY),
         model=(state.context.model or None) if same_mode else None,
+        session_mode=state.context.mode,
     )
 
 

@@ -18,6 +18,9 @@ class AgentAdapter(Protocol):
     """Drives one agent CLI for one iteration and reports what it did as AgentEvents."""
 
     name: str
+    # The CLI resumes a session by id (`AgentRequest.resume_session`): a resumed session holds
+    # what it was told before, so the next prompt carries only what is new.
+    resumes: bool
 
     def command(self, request: AgentRequest) -> list[str]:
         """The exact command line this request runs (shown by `--dry-run`)."""

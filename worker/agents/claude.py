@@ -32,6 +32,7 @@ UNAVAILABLE_RETRIES = 3
 
 class ClaudeAdapter:
     name = "claude"
+    resumes = True
 
     def __init__(self, executable: str = "claude", cap_bytes: int = 2_000_000) -> None:
         self.executable = executable

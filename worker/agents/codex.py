@@ -38,6 +38,7 @@ _URL = re.compile(r",? url: \S+$")
 
 class CodexAdapter:
     name = "codex"
+    resumes = True
 
     def __init__(self, executable: str = "codex", cap_bytes: int = 2_000_000) -> None:
         self.executable = executable

@@ -19,6 +19,7 @@ class CommandAdapter:
     `{model}` is replaced by the mode's model. Each output line is an assistant text event."""
 
     name = "command"
+    resumes = False
 
     def __init__(self, argv: list[str], cap_bytes: int = 2_000_000) -> None:
         if not argv:

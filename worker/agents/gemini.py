@@ -52,6 +52,7 @@ _ATTEMPT = re.compile(r"Attempt (\d+) failed(?: with status (\d{3}))?")
 
 class GeminiAdapter:
     name = "gemini"
+    resumes = False
 
     def __init__(self, executable: str = "gemini", cap_bytes: int = 2_000_000) -> None:
         self.executable = executable

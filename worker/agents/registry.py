@@ -43,4 +43,9 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     return adapter(executable, cap_bytes=settings.output_cap_bytes)
 
 
-__all__ = ["adapter_for", "permission_args"]
+def resumes_sessions(settings: Settings, mode: Mode) -> bool:
+    """Whether the mode's agent CLI resumes a session, which then holds what it was told."""
+    return adapter_for(settings, mode).resumes
+
+
+__all__ = ["adapter_for", "permission_args", "resumes_sessions"]

@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.models import Task
 from worker.review import db
+from worker.review.prompt import estimate_tokens, words
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -231,23 +233,60 @@ _GROUP_TITLES = (
 )
 
 
-def render_section(directives: list[Directive]) -> str:
+def relevance(directive: Directive, task_text: str) -> int:
+    """How much a directive is about the task: the words they share, and more for each of
+    its files the task names."""
+    about = f"{directive.description} {directive.rationale} {' '.join(directive.files)}"
+    named = sum(1 for path in directive.files if path and path.lower() in task_text.lower())
+    return len(words(about) & words(task_text)) + 3 * named
+
+
+def for_task(pending: list[Directive], task: Task, *, budget: int, limit: int) -> list[Directive]:
+    """The directives a task's prompt shows: the critical ones, then those about the task (its
+    words, its files), then the rest in queue order; at most `limit` of them, in about
+    `budget` tokens (the critical ones whatever it takes). One left out stays queued."""
+    task_text = f"{task.title} {task.body} {' '.join(task.labels)}"
+
+    def rank(d: Directive) -> tuple[bool, int, int, int, int]:
+        about = relevance(d, task_text)
+        return (d.priority != "critical", -about, d.group, PRIORITY_RANK[d.priority], d.id)
+
+    ranked = sorted(pending, key=rank)
+    chosen: list[Directive] = []
+    used = estimate_tokens(_head())
+    for directive in ranked:
+        if len(chosen) >= limit:
+            break
+        cost = estimate_tokens(_line(directive)) + 1
+        if directive.priority != "critical" and used + cost > budget:
+            continue
+        chosen.append(directive)
+        used += cost
+    return ordered(chosen)
+
+
+def render_section(directives: list[Directive], title: str = "ACTIVE DIRECTIVES") -> str:
     """The `## ACTIVE DIRECTIVES` section, in priority order ('' when there are none)."""
     if not directives:
         return ""
-    parts = ["## ACTIVE DIRECTIVES", "", INSTRUCTIONS]
-    for group, title in enumerate(_GROUP_TITLES):
+    parts = [_head(title)]
+    for group, group_title in enumerate(_GROUP_TITLES):
         members = [d for d in ordered(directives) if d.group == group]
         if not members:
             continue
-        parts += ["", f"### {title}"]
-        for d in members:
-            line = (
-                f"- D{d.id} [{d.priority} {d.type}, from the {d.source} reviewer] {d.description}"
-            )
-            if d.rationale:
-                line += f"\n  Why: {d.rationale}"
-            if d.files:
-                line += f"\n  Files: {', '.join(d.files)}"
-            parts.append(line)
+        parts += ["", f"### {group_title}"]
+        parts += [_line(d) for d in members]
     return "\n".join(parts)
+
+
+def _head(title: str = "ACTIVE DIRECTIVES") -> str:
+    return f"## {title}\n\n{INSTRUCTIONS}"
+
+
+def _line(d: Directive) -> str:
+    line = f"- D{d.id} [{d.priority} {d.type}, from the {d.source} reviewer] {d.description}"
+    if d.rationale:
+        line += f"\n  Why: {d.rationale}"
+    if d.files:
+        line += f"\n  Files: {', '.join(d.files)}"
+    return line

@@ -1,6 +1,6 @@
 """Where the batch cycle meets reviewers, directives and the knowledge store.
 
-`prompt_sections` is called once per task, before its first iteration; `after_task` once per
+`task_sections` is called once per task, before its first iteration; `after_task` once per
 task, after its report and before the next task. Neither lets a reviewer problem stop the
 queue: failures are logged as warnings.
 """
@@ -8,6 +8,7 @@ queue: failures are logged as warnings.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
@@ -30,11 +31,27 @@ from worker.store import Store
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class TaskSections:
+    """What a task's prompts carry from the review: `sections` for the first prompt of a
+    session, `changes` for a session that holds them from an earlier run (a wait): the
+    directives new since, and those that left the queue."""
+
+    sections: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+
 def prompt_sections(settings: Settings, store: Store, task: Task) -> list[str]:
     """Markdown sections (`## PROJECT KNOWLEDGE`, `## ACTIVE DIRECTIVES`) for a task's prompt."""
+    return task_sections(settings, store, task).sections
+
+
+def task_sections(settings: Settings, store: Store, task: Task) -> TaskSections:
+    """The sections chosen for `task` (knowledge and directives about it first, each within
+    its budget), and what changed in the directives since the task was last shown them."""
     cfg = settings.review
     if not cfg.enabled:
-        return []
+        return TaskSections()
     db.ensure(store)
     sections: list[str] = []
     try:
@@ -47,11 +64,30 @@ def prompt_sections(settings: Settings, store: Store, task: Task) -> list[str]:
             db.mark_shown(store, task.id, "doc", knowledge.included)
     except Exception as exc:  # knowledge is a help, never a blocker
         log.warning("could not read the knowledge store: %s", exc)
-    active = queue.pending(store)[: cfg.max_directives_in_prompt]
+    active = queue.for_task(
+        queue.pending(store),
+        task,
+        budget=cfg.directive_token_budget,
+        limit=cfg.max_directives_in_prompt,
+    )
+    before = set(db.shown(store, task.id, "directive"))
     if active:
         sections.append(queue.render_section(active))
         db.mark_shown(store, task.id, "directive", [str(d.id) for d in active])
-    return sections
+    return TaskSections(sections, _directive_changes(active, before))
+
+
+def _directive_changes(active: list[queue.Directive], before: set[str]) -> list[str]:
+    """For a session shown the directives `before`: the new ones, and those no longer asked."""
+    new = [d for d in active if str(d.id) not in before]
+    gone = sorted(before - {str(d.id) for d in active}, key=int)
+    changes = []
+    if new:
+        changes.append(queue.render_section(new, "DIRECTIVES NEW SINCE YOU STARTED"))
+    if gone:
+        ids = ", ".join(f"D{ref}" for ref in gone)
+        changes.append(f"## DIRECTIVES WITHDRAWN\n{ids}: no longer asked of this task.")
+    return changes
 
 
 def after_task(settings: Settings, store: Store, result: TaskResult) -> None:

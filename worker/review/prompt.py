@@ -1,5 +1,6 @@
-"""The `## PROJECT KNOWLEDGE` section: conventions always, design and domain docs by relevance
-to the task, recent lessons; all within a token budget (spec: ~2k tokens). Pure."""
+"""The `## PROJECT KNOWLEDGE` section: the docs about the task first (their words shared with
+it), then the project's other conventions and recent lessons; all within a token budget (spec:
+~2k tokens). Pure."""
 
 from __future__ import annotations
 
@@ -42,25 +43,38 @@ class KnowledgeSection:
 
 
 def candidates(all_docs: list[Doc], task: Task) -> list[Doc]:
-    """Docs in the order they deserve a place: conventions, relevant design/domain, lessons."""
+    """Docs in the order they deserve a place: the ones about the task first (conventions,
+    then design, domain and lessons, most shared words first), then the project's other
+    conventions, then its other recent lessons. A design or domain doc that shares no word
+    with the task stays out: it is about another part of the project."""
     active = [doc for doc in all_docs if doc.active]
-    conventions = sorted(
-        (doc for doc in active if doc.folder == "conventions"),
-        key=lambda d: (d.status != "established", not d.user_written, d.title.lower()),
-    )
     task_words = words(f"{task.title} {task.body} {' '.join(task.labels)}")
-    scored = [
-        (relevance(doc, task_words), doc)
-        for doc in active
-        if doc.folder in ("design", "domain", "other")
+    scored = [(relevance(doc, task_words), doc) for doc in active]
+    order = {"conventions": 0, "design": 1, "domain": 1, "other": 1, "lessons": 2}
+
+    def standing(doc: Doc) -> tuple[bool, bool, float, str]:
+        newest = -doc.mtime if doc.folder == "lessons" else 0.0
+        return (doc.status != "established", not doc.user_written, newest, doc.title.lower())
+
+    about = sorted(
+        ((score, doc) for score, doc in scored if score),
+        key=lambda s: (order[s[1].folder], -s[0], standing(s[1])),
+    )
+    general = sorted(
+        (doc for score, doc in scored if not score and doc.folder == "conventions"),
+        key=standing,
+    )
+    lessons = sorted(
+        (doc for score, doc in scored if not score and doc.folder == "lessons"),
+        key=lambda d: -d.mtime,
+    )
+    picked = [doc for _, doc in about] + general + lessons
+    return [
+        replace(doc, rules=doc.rules[::-1][:RECENT_LESSONS])
+        if doc.folder == "lessons" and doc.rules
+        else doc
+        for doc in picked
     ]
-    relevant = [doc for score, doc in sorted(scored, key=lambda s: (-s[0], s[1].path)) if score]
-    lessons = sorted((doc for doc in active if doc.folder == "lessons"), key=lambda d: -d.mtime)
-    recent = [
-        replace(doc, rules=doc.rules[::-1][:RECENT_LESSONS]) if doc.rules else doc
-        for doc in lessons
-    ]
-    return [*conventions, *relevant, *recent]
 
 
 def knowledge_section(all_docs: list[Doc], task: Task, budget: int, where: str) -> KnowledgeSection:

@@ -82,6 +82,7 @@ class ReviewSettings(BaseModel):
     directive_max_age: PositiveInt = 15  # spec: dropped after 15 task completions
     cleanup_cap: PositiveInt = 10  # spec: at most 10 pending cleanup directives
     max_directives_in_prompt: PositiveInt = 20
+    directive_token_budget: PositiveInt = 1000  # beside the knowledge's, for the directives
     establish_after: PositiveInt = 3  # successful uses before provisional -> established
     # Convergence: a run with at most this many findings new since the previous run converges.
     converging_max_new: NonNegativeInt = 1
