@@ -115,6 +115,16 @@ def run_doctor(
 
 
 # -- the checks -------------------------------------------------------------------------------
+def check_config(context: Context) -> Iterable[Finding]:
+    """What loading worker.toml and WORKER_* found: each problem with its fix (doctor loads
+    the settings leniently, so it runs and reports whatever is wrong)."""
+    for problem in context.settings.problems:
+        status = Status.FAIL if problem.fatal else Status.WARN
+        yield Finding("config", status, str(problem))
+    if not context.settings.problems:
+        yield Finding("config", Status.OK, "worker.toml and the WORKER_* variables are valid")
+
+
 def check_modes(context: Context) -> Iterable[Finding]:
     modes = context.modes
     if modes is None:
@@ -268,6 +278,7 @@ def check_gemini(context: Context) -> Iterable[Finding]:
 
 
 CHECKS: list[tuple[str, Check]] = [
+    ("config", check_config),
     ("modes", check_modes),
     ("agents", check_agents),
     ("state", check_state),

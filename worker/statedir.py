@@ -101,16 +101,24 @@ def migrate_legacy(workspace: Path, state: Path) -> str | None:
     return message
 
 
-def check_locations(settings: Settings) -> None:
+def location_problem(settings: Settings) -> tuple[str, str] | None:
     """An inbox inside the working tree would let the agent queue its own tasks: refused
-    (exit 78, naming the key) unless `allow_inbox_in_workspace = true` says it is wanted."""
+    (exit 78), unless `allow_inbox_in_workspace = true` says it is wanted. The problem and its
+    fix, in words; None when the inbox is out of the agent's reach."""
     if settings.allow_inbox_in_workspace or not is_inside(settings.inbox, settings.workspace):
-        return
+        return None
+    if settings.inbox_dir is None and settings.state_dir is None:  # the workspace holds ~
+        return (
+            f"this folder holds worker's state folder {settings.state}, where the agent could "
+            "write messages that worker would run as tasks",
+            "run worker in your project's folder (cd into it, or --workspace DIR), or set "
+            "state_dir to a folder outside this one",
+        )
     key = "inbox_dir" if settings.inbox_dir is not None else "state_dir (holding the inbox)"
-    raise ConfigError(
+    return (
         f"{key}: {settings.inbox} lies inside the workspace, where the agent can write "
-        "messages that worker would run as tasks; move it out of the workspace, or set "
-        "allow_inbox_in_workspace = true to accept that"
+        "messages that worker would run as tasks",
+        "move it out of the workspace, or set allow_inbox_in_workspace = true to accept that",
     )
 
 

@@ -32,7 +32,7 @@ def status_command(
     aside in rejected/, the last failures and today's spend."""
     from worker.operator_status import status
 
-    settings = settings_for(workspace)
+    settings = settings_for(workspace, lenient=True)
     if fleet:
         from worker.fleet.view import fleet_status
 
