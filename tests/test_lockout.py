@@ -45,7 +45,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ("toml", "needle"),
     [
         ('machin_id = "a"\n', "`machin_id` is not a setting; did you mean `machine_id`?"),
-        ('[github]\nrepo = ["a/b"]\n', "`github.repo` is not a setting; did you mean `github.repos`?"),
+        (
+            '[github]\nrepo = ["a/b"]\n',
+            "`github.repo` is not a setting; did you mean `github.repos`?",
+        ),
         ("[daemon]\nintervall_s = 5\n", "did you mean `daemon.interval_s`?"),
         ("interval_s = 5\n", "did you mean `daemon.interval_s`?"),  # another section's key
     ],

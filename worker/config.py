@@ -211,7 +211,11 @@ def section_model(name: str) -> type[BaseModel]:
 
 
 def load_settings(
-    workspace: Path, env: Mapping[str, str] | None = None, *, lenient: bool = False, **overrides: Any
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    lenient: bool = False,
+    **overrides: Any,
 ) -> Settings:
     """Read `worker.toml` and the environment. A `WORKER_*` variable that is no setting is a
     warning (in `settings.problems`, naming the closest setting). Any other problem raises

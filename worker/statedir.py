@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker.errors import ConfigError
-
 if TYPE_CHECKING:
     from worker.config import Settings
 
@@ -44,8 +42,9 @@ def state_home(env: Mapping[str, str] | None = None, platform: str = sys.platfor
         base = Path(local) if local else Path.home() / "AppData" / "Local"
         return base / "worker"
     xdg = env.get("XDG_STATE_HOME", "")
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()  # `env`'s own, if it has one
     # The XDG specification ignores a relative path in its variables.
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "state"
     return base / "worker"
 
 
@@ -68,6 +67,11 @@ def is_inside(path: Path, folder: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def same(one: Path, other: Path) -> bool:
+    """Whether two paths name the same folder (both resolved)."""
+    return one.resolve() == other.resolve()
 
 
 def legacy_dir(workspace: Path, state: Path) -> Path | None:
