@@ -147,7 +147,11 @@ class Settings(BaseModel):
 
     @property
     def wait_states(self) -> Path:
-        return self._resolve(self.wait_states_dir, "wait_states")
+        """`<state>/wait_states`: not in the user's repository (an untracked folder there),
+        and out of the agent's reach; `wait_states_dir` puts it elsewhere."""
+        if self.wait_states_dir is None:
+            return self.state / "wait_states"
+        return self._resolve(self.wait_states_dir, "")
 
     @property
     def state(self) -> Path:

@@ -185,6 +185,14 @@ def check_reach(context: Context) -> Iterable[Finding]:
             Status.WARN,
             f"an old state folder {old} is still in the working tree: the next run moves it",
         )
+    old_waits = statedir.legacy_wait_states(settings)
+    if old_waits is not None:
+        yield Finding(
+            "reach",
+            Status.WARN,
+            f"wait states in {old_waits} (an older worker's default): the next run moves them "
+            f"to {settings.wait_states}, or set wait_states_dir to keep them where they are",
+        )
 
 
 def check_database(context: Context) -> Iterable[Finding]:

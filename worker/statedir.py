@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEGACY_DIR = ".worker"
+LEGACY_WAITS = "wait_states"
 
 
 def state_home(env: Mapping[str, str] | None = None, platform: str = sys.platform) -> Path:
@@ -105,6 +106,45 @@ def migrate_legacy(workspace: Path, state: Path) -> str | None:
     return message
 
 
+def legacy_wait_states(settings: Settings) -> Path | None:
+    """`<workspace>/wait_states/`, where an older worker kept the wait states by default, when
+    it still holds some and the settings use the default folder (in the state folder)."""
+    old = settings.workspace / LEGACY_WAITS
+    if settings.wait_states_dir is not None or not old.is_dir():
+        return None
+    return old if _wait_entries(old) else None
+
+
+def _wait_entries(folder: Path) -> list[Path]:
+    """The wait-state files and the folders of set-aside ones (rejected/, expired/, ...); not
+    what else a repository may keep there (its `.gitkeep`)."""
+    return [path for path in folder.iterdir() if path.suffix == ".json" or path.is_dir()]
+
+
+def migrate_wait_states(settings: Settings) -> str | None:
+    """Move the waits of `legacy_wait_states` into the wait-state folder on the first run
+    (their records, by file name, stay true); return the line that says so. A name already
+    there is left where it was, and the line says so."""
+    old = legacy_wait_states(settings)
+    if old is None:
+        return None
+    new = settings.wait_states
+    new.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for entry in _wait_entries(old):
+        if (new / entry.name).exists():
+            kept.append(entry.name)
+        else:
+            shutil.move(str(entry), str(new / entry.name))
+    if not any(old.iterdir()):
+        old.rmdir()
+    message = f"wait states moved from {old} to {new} (out of the repository)"
+    if kept:
+        message += f"; {', '.join(kept)} left in {old}: {new} already has them"
+    log.warning(message)
+    return message
+
+
 def location_problem(settings: Settings) -> tuple[str, str] | None:
     """An inbox inside the working tree would let the agent queue its own tasks: refused
     (exit 78), unless `allow_inbox_in_workspace = true` says it is wanted. The problem and its
@@ -139,9 +179,12 @@ def exposed(settings: Settings) -> list[str]:
 def describe(settings: Settings) -> dict[str, object]:
     """Where the state lives, for `worker status` (and `worker doctor`)."""
     old = legacy_dir(settings.workspace, settings.state)
+    old_waits = legacy_wait_states(settings)
     return {
         "state_dir": str(settings.state),
         "inbox_dir": str(settings.inbox),
+        "wait_states_dir": str(settings.wait_states),
         "in_workspace": exposed(settings),
         "legacy_state": str(old) if old is not None else None,
+        "legacy_wait_states": str(old_waits) if old_waits is not None else None,
     }
