@@ -215,3 +215,21 @@ def test_every_worker_variable_the_project_reads_or_documents_is_a_setting() -> 
         and not keys.known(tuple(name.removeprefix("WORKER_").lower().split("__")))
     ]
     assert strays == []
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("WORKER_ID", "WORKER_MACHINE_ID"),  # the key as a word of a setting's name
+        ("WORKER_LEASE_SECOND", "WORKER_LEASE_SECONDS"),  # a close spelling
+        ("WORKER_INTERVAL_S", "WORKER_DAEMON__INTERVAL_S"),  # a key of a section
+        ("WORKER_REVIEW__STYLE__INTERVALL", "WORKER_REVIEW__STYLE__INTERVAL"),
+        ("WORKER_GITHUB_TOKN", "WORKER_GITHUB_TOKEN"),  # a variable that is no setting
+    ],
+)
+def test_an_unknown_variable_is_named_with_the_closest_real_one(
+    project: Path, name: str, meant: str
+) -> None:
+    (problem,) = load_settings(project, env={name: "1"}).problems
+    assert (problem.where, problem.fatal) == (name, False)
+    assert problem.fix == f"did you mean `{meant}`?"

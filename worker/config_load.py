@@ -9,7 +9,6 @@ models of the sections made at their first use are imported only when a key in t
 and all of them only when a key matches nothing at its own level.
 """
 
-import difflib
 import json
 import types
 import typing
@@ -132,6 +131,8 @@ class Keys:
 
 
 def _close(key: str, names: Iterable[str]) -> str | None:
+    import difflib  # only with a key to name: 1 ms of every start otherwise
+
     found = difflib.get_close_matches(key, list(names), n=1, cutoff=_CUTOFF)
     return found[0] if found else None
 
@@ -208,7 +209,13 @@ class Loader:
                 continue
             path = tuple(name[len(ENV_PREFIX) :].lower().split("__"))
             if not self.keys.known(path):
-                hint = suggestion(self.keys, path, True)
+                bare = [other.removeprefix(ENV_PREFIX) for other in NOT_SETTINGS]
+                other = _close(name.removeprefix(ENV_PREFIX), bare)  # WORKER_GITHUB_TOKN
+                hint = (
+                    f"did you mean `{ENV_PREFIX}{other}`?"
+                    if other
+                    else suggestion(self.keys, path, True)
+                )
                 self.add(name, "not a worker setting (ignored)", hint, fatal=False)
                 continue
             value: Any = raw
