@@ -110,11 +110,10 @@ class Keys:
         """The real setting nearest to the unknown key at `path`: a close spelling at the same
         level, a name holding the key as a word (`id` -> `machine_id`), else the same name in
         another section (`interval_s` -> `daemon.interval_s`)."""
-        *parents, key = path
-        here = self.names(tuple(parents)) or []
-        match = _close(key, here) or next((n for n in here if key in n.split("_")), None)
-        if match is not None:
-            return (*parents, match)
+        near = self.near(path)
+        if near is not None:
+            return near
+        key = path[-1]
         everywhere = list(self._all(()))
         same = [found for found in everywhere if found[-1] == key]
         if same:
@@ -122,6 +121,14 @@ class Keys:
         leaves = {found[-1]: found for found in reversed(everywhere)}
         match = _close(key, list(leaves))
         return leaves[match] if match is not None else None
+
+    def near(self, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        """A setting at the same level as `path` spelled close to it, or holding its key as a
+        word of its name."""
+        *parents, key = path
+        here = self.names(tuple(parents)) or []
+        match = _close(key, here) or next((n for n in here if key in n.split("_")), None)
+        return None if match is None else (*parents, match)
 
     def _all(self, path: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
         for name in self.names(path) or []:
@@ -209,13 +216,11 @@ class Loader:
                 continue
             path = tuple(name[len(ENV_PREFIX) :].lower().split("__"))
             if not self.keys.known(path):
-                bare = [other.removeprefix(ENV_PREFIX) for other in NOT_SETTINGS]
-                other = _close(name.removeprefix(ENV_PREFIX), bare)  # WORKER_GITHUB_TOKN
-                hint = (
-                    f"did you mean `{ENV_PREFIX}{other}`?"
-                    if other
-                    else suggestion(self.keys, path, True)
-                )
+                hint = suggestion(self.keys, path, True)
+                others = {n.removeprefix(ENV_PREFIX).lower(): n for n in NOT_SETTINGS}
+                best = _close(path[0], [*others, *(self.keys.names(()) or [])])
+                if len(path) == 1 and best in others:  # WORKER_GITHUB_TOKN, closer than github
+                    hint = f"did you mean `{others[best]}`?"
                 self.add(name, "not a worker setting (ignored)", hint, fatal=False)
                 continue
             value: Any = raw
