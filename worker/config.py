@@ -261,6 +261,8 @@ def _build(data: dict[str, Any]) -> tuple[Settings | None, list[tuple[tuple[str,
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         errors += [(_loc(error["loc"]), error["msg"]) for error in exc.errors()]
+    except ConfigError as exc:  # a check of the whole (its message names the key)
+        errors.append(((), str(exc)))
     sections: dict[str, BaseModel] = {}
     for name, value in given.items():
         try:

@@ -197,8 +197,9 @@ class Loader:
 
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # BOM: Windows
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            self.add(str(path), f"cannot read it: {exc}", "fix the file (or move it aside)")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+            detail = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+            self.add(str(path), f"cannot read it: {detail}", "fix the file (or move it aside)")
             self.raise_if_strict()
             return {}
         for key in list(self.keys.unknown(data)):
@@ -227,8 +228,9 @@ class Loader:
             if raw[:1] in "[{":
                 try:
                     value = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    self.add(name, f"not valid JSON: {exc.msg}", "give a JSON list or object")
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+                    self.add(name, f"not valid JSON: {detail}", "give a JSON list or object")
                     continue
             if set_nested(data, path, value):
                 self.origin[path] = name
@@ -251,7 +253,7 @@ class Loader:
                 return model
             for loc, message in errors:
                 fix = "correct the value, or remove it for the default"
-                self.add(self.where(loc), f"{dotted(loc) or '(root)'}: {message}", fix)
+                self.add(self.where(loc), f"{dotted(loc)}: {message}" if loc else message, fix)
             self.raise_if_strict()
             if not all([drop(data, loc) for loc, _ in errors]):
                 break
