@@ -233,3 +233,17 @@ def test_an_unknown_variable_is_named_with_the_closest_real_one(
     (problem,) = load_settings(project, env={name: "1"}).problems
     assert (problem.where, problem.fatal) == (name, False)
     assert problem.fix == f"did you mean `{meant}`?"
+
+
+def test_a_warning_or_error_with_brackets_is_printed_as_it_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A message naming `[github] repos` or holding `[/x]` is text, not Rich markup: it was
+    dropped as a style, or raised MarkupError in the middle of reporting a problem."""
+    from worker import ui
+
+    ui.warn("worker.toml: `[github] repos` is not a setting [/x]")
+    ui.error("cannot read [section]")
+    err = capsys.readouterr().err
+    assert "warning: worker.toml: `[github] repos` is not a setting [/x]" in err
+    assert "error: cannot read [section]" in err
