@@ -130,9 +130,10 @@ def test_doctor_reports_each_problem_and_its_fix(
 
 @pytest.mark.parametrize("situation", SITUATIONS)
 @pytest.mark.parametrize(
-    "argv", [["status"], ["log"], ["inspect", str(TRANSCRIPT)], ["status", "--json"]]
+    "argv",
+    [["status"], ["log"], ["inspect", str(TRANSCRIPT)], ["status", "--json"], ["queue"], ["costs"]],
 )
-def test_status_log_and_inspect_report_and_name_the_problem(
+def test_the_commands_that_report_report_and_name_the_problem(
     cli: CliRunner,
     project: Path,
     home: Path,
