@@ -17,7 +17,7 @@ an empty workspace: `idle_run` gets its ratio to each floor, and `beyond_start_u
 adds to its start-up, and to the app floor plus the reading, against the floor's reading.
 
     python bench/bench_idle.py [--messages 10000] [--waits 1000] [--rounds 7]
-    WORKER_BENCH_1M=1 python bench/bench_idle.py   # adds the 1,000,000-message case (minutes)
+    BENCH_1M=1 python bench/bench_idle.py   # adds the 1,000,000-message case (minutes)
 
 The message files are made once per case in a temporary folder and removed at the end.
 """
@@ -197,7 +197,7 @@ def main() -> None:
     own["goal_ratio"] = 1.2  # type: ignore[index]
     own["meets_own_share_goal"] = own["ratio"] <= 1.2  # type: ignore[index]
     out["idle"] = small
-    if os.environ.get("WORKER_BENCH_1M"):
+    if os.environ.get("BENCH_1M"):
         large = case(1_000_000, 0, rounds, breakdown=False)
         run = large["idle_run"]
         large["goal_ratio"], large["goal_peak_mb"] = 1.2, 300

@@ -145,13 +145,17 @@ def bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A workspace whose inbox is `ws/inbox`, where the suite's tests write their messages.
+    """A workspace whose inbox is `ws/inbox`, where the suite's tests write their messages,
+    and whose wait states are in `ws/wait_states` (`wait_states_dir = "wait_states"`, as for
+    any other workspace of the test), where they read them.
     An inbox inside the working tree must be allowed explicitly; the default (outside it) and
-    the refusal are proved in tests/test_agent_boundaries.py."""
+    the refusal are proved in tests/test_agent_boundaries.py, the default wait-state folder
+    (in the state folder) in tests/test_lockout.py."""
     ws = tmp_path / "ws"
     (ws / "inbox").mkdir(parents=True)
     monkeypatch.setenv("WORKER_INBOX", str(ws / "inbox"))
     monkeypatch.setenv("WORKER_ALLOW_INBOX_IN_WORKSPACE", "true")
+    monkeypatch.setenv("WORKER_WAIT_STATES_DIR", "wait_states")  # each workspace's own
     return ws
 
 

@@ -196,13 +196,16 @@ def test_the_agent_cannot_queue_a_task(
 
 
 def test_an_inbox_inside_the_working_tree_is_refused_unless_allowed(tmp_path: Path) -> None:
-    """exit 78 naming `inbox_dir`; `allow_inbox_in_workspace = true` accepts it."""
+    """A run exits 78 naming `inbox_dir` (`status` reports it and goes on);
+    `allow_inbox_in_workspace = true` accepts it."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "worker.toml").write_text('inbox_dir = "inbox"\n')
-    refused = run_worker(ws, "status")
+    refused = run_worker(ws, "run", "--dry-run")
     assert refused.returncode == 78 and "inbox_dir" in refused.stderr
     assert "allow_inbox_in_workspace" in refused.stderr
+    reported = run_worker(ws, "status")
+    assert reported.returncode == 0 and "allow_inbox_in_workspace = true" in reported.stderr
     (ws / "worker.toml").write_text('inbox_dir = "inbox"\nallow_inbox_in_workspace = true\n')
     allowed = run_worker(ws, "status")
     assert allowed.returncode == 0, allowed.stderr

@@ -190,6 +190,7 @@ LAYERS: tuple[Layer, ...] = (
         (
             "worker",
             "worker.config",
+            "worker.config_load",
             "worker.daemon.settings",
             "worker.errors",
             "worker.fleet.settings",

@@ -105,9 +105,14 @@ def test_bad_modes_file_exits_78(workspace: Path) -> None:
     assert run_worker(workspace, "run", "--dry-run").returncode == 78
 
 
-def test_unknown_mode_option_exits_78(workspace: Path) -> None:
-    proc = run_worker(workspace, "run", "--mode", "nope", "--dry-run")
-    assert proc.returncode == 78 and "unknown mode 'nope'" in proc.stderr
+def test_unknown_mode_option_exits_2_naming_the_known_modes(workspace: Path) -> None:
+    """A bad option is a usage error (exit 2, as the README's exit codes say), not 78."""
+    for argv in (["--dry-run"], []):
+        proc = run_worker(workspace, "run", "--mode", "nope", *argv)
+        assert proc.returncode == 2, proc.stderr
+        assert "--mode 'nope': unknown mode (known: sync-simple, sync-complex, code-simple, " in (
+            proc.stderr
+        )
 
 
 def test_usage_error_exits_2(workspace: Path) -> None:

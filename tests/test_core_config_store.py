@@ -19,14 +19,14 @@ from worker.store import Store, script
 
 
 def test_defaults_follow_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Wait states beside the work; the state folder (and the inbox in it) in the user's
-    state home, one folder per workspace."""
+    """The state folder (and the inbox and wait states in it) in the user's state home, one
+    folder per workspace: nothing of worker's in the user's repository."""
     xdg = tmp_path.parent / f"{tmp_path.name}-xdg"
     monkeypatch.setenv("XDG_STATE_HOME", str(xdg))
     settings = load_settings(tmp_path, env={})
     assert settings.machine_id == socket.gethostname()
-    assert settings.wait_states == tmp_path.resolve() / "wait_states"
     assert settings.state.parent == xdg / "worker"
+    assert settings.wait_states == settings.state / "wait_states"
     assert settings.state.name.startswith(tmp_path.name + "-")
     assert settings.inbox == settings.state / "inbox"
     assert settings.claude_bin == "claude"

@@ -223,7 +223,7 @@ def test_a_check_that_breaks_is_a_failure_and_the_others_still_run(tmp_path: Pat
         ("fine", Status.OK),
     ]
     assert "boom" in report.findings[0].message and int(report.exit_code) == 78
-    assert [name for name, _ in CHECKS][:2] == ["modes", "agents"]
+    assert [name for name, _ in CHECKS][:3] == ["config", "modes", "agents"]
 
 
 def test_the_real_codex_and_gemini_report_a_known_version(

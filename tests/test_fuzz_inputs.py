@@ -156,14 +156,14 @@ def test_a_fuzzed_wait_state_is_kept_or_set_aside_and_the_good_message_runs(raw:
     with tempfile.TemporaryDirectory() as tmp:
         ws = make_workspace(Path(tmp), "fuzz")
         drop_messages(ws / "inbox", ["good"])
-        (ws / "wait_states").mkdir()
-        (ws / "wait_states" / "fuzzed.json").write_bytes(raw)
         config = settings_of(ws)
+        config.wait_states.mkdir(parents=True)
+        (config.wait_states / "fuzzed.json").write_bytes(raw)
         status(config)
         list_waits(config)
         drain(config, max_runs=6)
         assert (ws / "inbox" / "done" / "good.json").exists()
-        rejected = ws / "wait_states" / "rejected" / "fuzzed.json"
+        rejected = config.wait_states / "rejected" / "fuzzed.json"
         if rejected.exists():
             assert rejected.with_name("fuzzed.json.reason.txt").read_text().strip()
         assert all(item["reason"] for item in status(config)["rejected"])

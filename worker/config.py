@@ -1,14 +1,14 @@
 """Settings: embedded defaults < `worker.toml` in the workspace < `WORKER_*` environment.
 
 Every section is a Pydantic model that forbids unknown keys, so a typo in `worker.toml` is a
-configuration error that names the key, not a silently ignored setting.
+configuration error that names the key and the closest real one (`config_load`), not a silently
+ignored setting; a `WORKER_*` variable that is no setting is a warning that names it.
 """
 
 # Not `from __future__ import annotations`, here nor in the sections' modules, the modes and
 # the kernel's and domain types: with it every annotation is a string that pydantic (and
 # NamedTuple) compile and `eval` as each class is built, about 2 ms of every command's start.
 
-import json
 import os
 import socket
 from collections.abc import Mapping
@@ -26,9 +26,10 @@ from pydantic import (
     field_validator,
 )
 
+from worker.config_load import ConfigProblem, Keys, Loader
 from worker.errors import ConfigError
 from worker.sources.github.settings import GitHubSettings
-from worker.statedir import check_locations, default_state_dir
+from worker.statedir import default_state_dir, location_problem
 from worker.waits.settings import WaitSettings
 
 if TYPE_CHECKING:
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from worker.supervision.settings import SupervisionSettings
 
 CONFIG_FILE = "worker.toml"
-ENV_PREFIX = "WORKER_"
-# Variables that are not settings (secrets are read where they are used, never stored here).
-_NOT_SETTINGS = {"WORKER_GITHUB_TOKEN", "WORKER_GIT_TOKEN"}
 
 
 class FallbackSettings(BaseModel):
@@ -125,6 +123,7 @@ class Settings(BaseModel):
     retention: ClassVar[_Section["RetentionSettings"]] = _Section()
     notify: ClassVar[_Section["NotifySettings"]] = _Section()
     _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+    _problems: tuple[ConfigProblem, ...] = PrivateAttr(default=())
 
     @field_validator("machine_id")
     @classmethod
@@ -132,6 +131,12 @@ class Settings(BaseModel):
         if any(ch in value for ch in "/\\\0") or value in {".", ".."}:
             raise ValueError("must not contain path separators")
         return value
+
+    @property
+    def problems(self) -> tuple[ConfigProblem, ...]:
+        """What the load found: unknown variables (warnings), and with `lenient` the keys left
+        out. Empty when the settings are as given."""
+        return self._problems
 
     # Resolved folders: one state root, everything else relative to the workspace.
     @property
@@ -142,7 +147,11 @@ class Settings(BaseModel):
 
     @property
     def wait_states(self) -> Path:
-        return self._resolve(self.wait_states_dir, "wait_states")
+        """`<state>/wait_states`: not in the user's repository (an untracked folder there),
+        and out of the agent's reach; `wait_states_dir` puts it elsewhere."""
+        if self.wait_states_dir is None:
+            return self.state / "wait_states"
+        return self._resolve(self.wait_states_dir, "")
 
     @property
     def state(self) -> Path:
@@ -206,98 +215,64 @@ def section_model(name: str) -> type[BaseModel]:
 
 
 def load_settings(
-    workspace: Path, env: Mapping[str, str] | None = None, **overrides: Any
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    lenient: bool = False,
+    **overrides: Any,
 ) -> Settings:
-    """Read `worker.toml` and the environment; raise ConfigError naming the bad key."""
+    """Read `worker.toml` and the environment. A `WORKER_*` variable that is no setting is a
+    warning (in `settings.problems`, naming the closest setting). Any other problem raises
+    ConfigError naming the key and its fix; `lenient` (the commands that report: doctor,
+    status, log, inspect) leaves the key out instead, keeps the problem in `settings.problems`
+    and goes on with the default, so the report still comes."""
     env = os.environ if env is None else env
     workspace = workspace.resolve()
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a folder (--workspace)")
-    data: dict[str, Any] = {}
-    config_path = workspace / CONFIG_FILE
-    if config_path.exists():
-        import tomllib  # only with a worker.toml to read
-
-        try:
-            data = tomllib.loads(config_path.read_text(encoding="utf-8-sig"))  # BOM: Windows
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{config_path}: cannot read it: {exc}") from exc
-    file_keys = set(data)
-    for key, value in _env_settings(env).items():
-        _set_nested(data, key, value)
+    keys = Keys(Settings, LAZY_SECTIONS, section_model)
+    loader = Loader(keys, workspace / CONFIG_FILE, lenient)
+    data = loader.read_file()
+    loader.add_env(data, env)
     if "WORKER_INBOX" in env:
         data["inbox_dir"] = env["WORKER_INBOX"]
+        loader.origin[("inbox_dir",)] = "WORKER_INBOX"
     data.update(overrides)
     data["workspace"] = workspace
-    given = {name: data.pop(name) for name in LAZY_SECTIONS if name in data}
-    settings = _validate(data, given, config_path)
-    try:
-        check_locations(settings)
-    except ConfigError as exc:  # say where the folder was set
-        where = "the environment"
-        if "WORKER_INBOX" in env:
-            where = "WORKER_INBOX"
-        elif file_keys & {"inbox_dir", "state_dir"}:
-            where = str(config_path)
-        raise ConfigError(f"{where}: {exc}") from exc
+    settings = loader.validate(data, _build)
+    problem = location_problem(settings)
+    if problem is not None:
+        key = "inbox_dir" if settings.inbox_dir is not None else "state_dir"
+        where = loader.where((key,)) if key in data else str(workspace)
+        loader.add(where, *problem)
+    loader.raise_if_strict()
+    settings._problems = tuple(loader.problems)
     return settings
 
 
-def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """`WORKER_MACHINE_ID=x` -> machine_id; `WORKER_GITHUB__REPOS='["a/b"]'` -> github.repos."""
-    found: dict[str, Any] = {}
-    for name, raw in env.items():
-        if not name.startswith(ENV_PREFIX) or name in _NOT_SETTINGS or name == "WORKER_INBOX":
-            continue
-        key = name[len(ENV_PREFIX) :].lower().replace("__", ".")
-        if key == "inbox":
-            continue
-        value: Any = raw
-        if raw[:1] in "[{":
-            try:
-                value = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{name}: not valid JSON: {exc.msg}") from exc
-        found[key] = value
-    return found
-
-
-def _set_nested(data: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    node = data
-    for part in parents:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"{ENV_PREFIX}{dotted.upper()}: {part} is not a section")
-        node = child
-    node[leaf] = value
-
-
-def _validate(data: dict[str, Any], given: dict[str, Any], config_path: Path) -> Settings:
+def _build(data: dict[str, Any]) -> tuple[Settings | None, list[tuple[tuple[str, ...], str]]]:
     """The settings, with the sections given of those made at their first use validated now;
-    ConfigError names the errors of all, in the order of the fields."""
-    errors: list[tuple[tuple[str, ...], ValidationError]] = []
+    else the errors of all, in the order of the fields, each by its key's path."""
+    data = dict(data)
+    given = {name: data.pop(name) for name in LAZY_SECTIONS if name in data}
+    errors: list[tuple[tuple[str, ...], str]] = []
     settings = None
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        errors.append(((), exc))
+        errors += [(_loc(error["loc"]), error["msg"]) for error in exc.errors()]
+    except ConfigError as exc:  # a check of the whole (its message names the key)
+        errors.append(((), str(exc)))
     sections: dict[str, BaseModel] = {}
     for name, value in given.items():
         try:
             sections[name] = section_model(name).model_validate(value)
         except ValidationError as exc:
-            errors.append(((name,), exc))
-    if settings is None or errors:
-        raise ConfigError(_describe(errors, config_path)) from errors[0][1]
-    settings._sections.update(sections)
-    return settings
+            errors += [((name, *_loc(error["loc"])), error["msg"]) for error in exc.errors()]
+    if settings is not None and not errors:
+        settings._sections.update(sections)
+    return settings, errors
 
 
-def _describe(errors: list[tuple[tuple[str, ...], ValidationError]], config_path: Path) -> str:
-    lines = [f"invalid configuration ({config_path.name} or {ENV_PREFIX}* variables):"]
-    for section, exc in errors:
-        for error in exc.errors():
-            key = ".".join(str(part) for part in (*section, *error["loc"])) or "(root)"
-            lines.append(f"  {key}: {error['msg']}")
-    return "\n".join(lines)
+def _loc(loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    return tuple(str(part) for part in loc)

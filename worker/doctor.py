@@ -24,6 +24,7 @@ from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
+from worker.platform.installed import job_locations, scheduled_jobs
 from worker.platform.schedule import schedule_env
 from worker.proc import run_process
 from worker.review.settings import reviewers_line
@@ -118,6 +119,16 @@ def run_doctor(
 
 
 # -- the checks -------------------------------------------------------------------------------
+def check_config(context: Context) -> Iterable[Finding]:
+    """What loading worker.toml and WORKER_* found: each problem with its fix (doctor loads
+    the settings leniently, so it runs and reports whatever is wrong)."""
+    for problem in context.settings.problems:
+        status = Status.FAIL if problem.fatal else Status.WARN
+        yield Finding("config", status, str(problem))
+    if not context.settings.problems:
+        yield Finding("config", Status.OK, "worker.toml and the WORKER_* variables are valid")
+
+
 def check_modes(context: Context) -> Iterable[Finding]:
     modes = context.modes
     if modes is None:
@@ -177,6 +188,14 @@ def check_reach(context: Context) -> Iterable[Finding]:
             Status.WARN,
             f"an old state folder {old} is still in the working tree: the next run moves it",
         )
+    old_waits = statedir.legacy_wait_states(settings)
+    if old_waits is not None:
+        yield Finding(
+            "reach",
+            Status.WARN,
+            f"wait states in {old_waits} (an older worker's default): the next run moves them "
+            f"to {settings.wait_states}, or set wait_states_dir to keep them where they are",
+        )
 
 
 def check_database(context: Context) -> Iterable[Finding]:
@@ -233,7 +252,7 @@ def check_github(context: Context) -> Iterable[Finding]:
 
 
 def check_environment(context: Context) -> Iterable[Finding]:
-    scheduled = schedule_env(context.env)
+    scheduled = schedule_env(context.env, context.settings)
     path = scheduled.variables.get("PATH", "")
     names = [name for name in scheduled.variables if name != "PATH"]
     carried = ", ".join(names) if names else "no WORKER_* variables"
@@ -255,6 +274,33 @@ def check_environment(context: Context) -> Iterable[Finding]:
             Status.WARN,
             f"{', '.join(scheduled.left_out)} left out of schedules (secrets): give them to the "
             "scheduled run through ~/.config/worker/env (systemd) or the crontab's environment",
+        )
+
+
+def check_schedules(context: Context) -> Iterable[Finding]:
+    """A schedule installed on this machine (the user's crontab, systemd user units) that
+    runs worker here must resolve the same state folder as this shell, or what `worker
+    submit` queues here is never read by it, and `status` and `log` never see its runs."""
+    settings = context.settings
+    home = Path(context.env.get("HOME") or Path.home())
+    for job in scheduled_jobs(context.env, home):
+        if (home / job.workspace).resolve() != settings.workspace:  # relative: from HOME
+            continue
+        try:
+            state, inbox = job_locations(job)
+        except WorkerError as exc:
+            yield Finding("schedule", Status.WARN, f"{job.where}: {exc}")
+            continue
+        if statedir.same(state, settings.state) and statedir.same(inbox, settings.inbox):
+            yield Finding("schedule", Status.OK, f"{job.where} uses this state folder {state}")
+            continue
+        yield Finding(
+            "schedule",
+            Status.FAIL,
+            f"{job.where} runs worker here with the state folder {state} (inbox {inbox}), not "
+            f"this shell's {settings.state}: it never reads what `worker submit` queues here, "
+            "and `worker status` and `log` never see its runs; replace it with what "
+            f"`worker schedule {job.kind}` prints now (it pins WORKER_STATE_DIR)",
         )
 
 
@@ -317,6 +363,7 @@ def check_spend(context: Context) -> Iterable[Finding]:
 
 
 CHECKS: list[tuple[str, Check]] = [
+    ("config", check_config),
     ("modes", check_modes),
     ("agents", check_agents),
     ("state", check_state),
@@ -325,6 +372,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("inbox", check_inbox),
     ("github", check_github),
     ("environment", check_environment),
+    ("schedule", check_schedules),
     ("gemini", check_gemini),
     ("maintenance", check_maintenance),
     ("spend", check_spend),

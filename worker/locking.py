@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.errors import LockHeld
-from worker.statedir import migrate_legacy
+from worker.statedir import migrate_legacy, migrate_wait_states
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -72,8 +72,10 @@ def held(path: Path, busy: str) -> Iterator[None]:
 @contextlib.contextmanager
 def workspace_lock(settings: Settings, busy: str | None = None) -> Iterator[None]:
     """Hold `<state>/run.lock` for the block; `busy` is the message when it is taken. The
-    first holder moves a workspace's old `.worker/` state folder into the state folder."""
+    first holder moves a workspace's old `.worker/` state folder into the state folder, and
+    the waits of its old `wait_states/` folder into the wait-state folder."""
     migrate_legacy(settings.workspace, settings.state)
+    migrate_wait_states(settings)
     settings.state.mkdir(parents=True, exist_ok=True)
     busy = busy or f"another worker run holds the lock of {settings.workspace}; try again later"
     with held(settings.state / "run.lock", busy):

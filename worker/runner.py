@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
-from worker.errors import ConfigError
+from worker.errors import ConfigError, UsageError
 from worker.fleet import fleet_session
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
@@ -47,8 +47,9 @@ def request_stop(reason: str = "stop requested") -> None:
 def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport:
     options = options or RunOptions()
     modes = load_modes(modes_path(settings.workspace, settings.modes_file))
-    if options.mode:
-        modes.get(options.mode)  # an unknown --mode is an error before anything happens
+    if options.mode and options.mode not in modes.modes:  # before anything happens
+        known = ", ".join(modes.modes)
+        raise UsageError(f"--mode {options.mode!r}: unknown mode (known: {known})")
     if options.dry_run:
         return _dry_run(settings, options, modes)
     # Here, not at the top: a dry run records, prunes and notifies nothing.

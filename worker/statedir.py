@@ -26,14 +26,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker.errors import ConfigError
-
 if TYPE_CHECKING:
     from worker.config import Settings
 
 log = logging.getLogger(__name__)
 
 LEGACY_DIR = ".worker"
+LEGACY_WAITS = "wait_states"
 
 
 def state_home(env: Mapping[str, str] | None = None, platform: str = sys.platform) -> Path:
@@ -44,8 +43,9 @@ def state_home(env: Mapping[str, str] | None = None, platform: str = sys.platfor
         base = Path(local) if local else Path.home() / "AppData" / "Local"
         return base / "worker"
     xdg = env.get("XDG_STATE_HOME", "")
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()  # `env`'s own, if it has one
     # The XDG specification ignores a relative path in its variables.
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "state"
     return base / "worker"
 
 
@@ -68,6 +68,11 @@ def is_inside(path: Path, folder: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def same(one: Path, other: Path) -> bool:
+    """Whether two paths name the same folder (both resolved)."""
+    return one.resolve() == other.resolve()
 
 
 def legacy_dir(workspace: Path, state: Path) -> Path | None:
@@ -101,16 +106,63 @@ def migrate_legacy(workspace: Path, state: Path) -> str | None:
     return message
 
 
-def check_locations(settings: Settings) -> None:
+def legacy_wait_states(settings: Settings) -> Path | None:
+    """`<workspace>/wait_states/`, where an older worker kept the wait states by default, when
+    it still holds some and the settings use the default folder (in the state folder)."""
+    old = settings.workspace / LEGACY_WAITS
+    if settings.wait_states_dir is not None or not old.is_dir():
+        return None
+    return old if _wait_entries(old) else None
+
+
+def _wait_entries(folder: Path) -> list[Path]:
+    """The wait-state files and the folders of set-aside ones (rejected/, expired/, ...); not
+    what else a repository may keep there (its `.gitkeep`)."""
+    return [path for path in folder.iterdir() if path.suffix == ".json" or path.is_dir()]
+
+
+def migrate_wait_states(settings: Settings) -> str | None:
+    """Move the waits of `legacy_wait_states` into the wait-state folder on the first run
+    (their records, by file name, stay true); return the line that says so. A name already
+    there is left where it was, and the line says so."""
+    old = legacy_wait_states(settings)
+    if old is None:
+        return None
+    new = settings.wait_states
+    new.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for entry in _wait_entries(old):
+        if (new / entry.name).exists():
+            kept.append(entry.name)
+        else:
+            shutil.move(str(entry), str(new / entry.name))
+    if not any(old.iterdir()):
+        old.rmdir()
+    message = f"wait states moved from {old} to {new} (out of the repository)"
+    if kept:
+        message += f"; {', '.join(kept)} left in {old}: {new} already has them"
+    log.warning(message)
+    return message
+
+
+def location_problem(settings: Settings) -> tuple[str, str] | None:
     """An inbox inside the working tree would let the agent queue its own tasks: refused
-    (exit 78, naming the key) unless `allow_inbox_in_workspace = true` says it is wanted."""
+    (exit 78), unless `allow_inbox_in_workspace = true` says it is wanted. The problem and its
+    fix, in words; None when the inbox is out of the agent's reach."""
     if settings.allow_inbox_in_workspace or not is_inside(settings.inbox, settings.workspace):
-        return
+        return None
+    if settings.inbox_dir is None and settings.state_dir is None:  # the workspace holds ~
+        return (
+            f"this folder holds worker's state folder {settings.state}, where the agent could "
+            "write messages that worker would run as tasks",
+            "run worker in your project's folder (cd into it, or --workspace DIR), or set "
+            "state_dir to a folder outside this one",
+        )
     key = "inbox_dir" if settings.inbox_dir is not None else "state_dir (holding the inbox)"
-    raise ConfigError(
+    return (
         f"{key}: {settings.inbox} lies inside the workspace, where the agent can write "
-        "messages that worker would run as tasks; move it out of the workspace, or set "
-        "allow_inbox_in_workspace = true to accept that"
+        "messages that worker would run as tasks",
+        "move it out of the workspace, or set allow_inbox_in_workspace = true to accept that",
     )
 
 
@@ -127,9 +179,12 @@ def exposed(settings: Settings) -> list[str]:
 def describe(settings: Settings) -> dict[str, object]:
     """Where the state lives, for `worker status` (and `worker doctor`)."""
     old = legacy_dir(settings.workspace, settings.state)
+    old_waits = legacy_wait_states(settings)
     return {
         "state_dir": str(settings.state),
         "inbox_dir": str(settings.inbox),
+        "wait_states_dir": str(settings.wait_states),
         "in_workspace": exposed(settings),
         "legacy_state": str(old) if old is not None else None,
+        "legacy_wait_states": str(old_waits) if old_waits is not None else None,
     }

@@ -48,11 +48,19 @@ def print_jsonl(data: Any) -> None:
 
 
 def error(message: str) -> None:
-    _err().print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    _err().print(f"[bold red]error:[/] {_as_text(message)}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
-    _err().print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+    _err().print(f"[yellow]warning:[/] {_as_text(message)}", markup=True, highlight=False)
+
+
+def _as_text(message: str) -> str:
+    """The message as text, not markup: `[github]` in a message is printed, not taken (and
+    dropped) as a style, and `[/x]` does not raise."""
+    from rich.markup import escape  # with the console, on first use
+
+    return escape(message)
 
 
 class LogLines(logging.Handler):

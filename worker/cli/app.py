@@ -56,8 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedule": (
         "schedule",
         "Print a crontab line, systemd units or a Task Scheduler XML for this workspace. They"
-        " carry this shell's PATH and WORKER_* variables (never a secret: those are left "
-        "out).",
+        " carry this shell's PATH, WORKER_* variables (never a secret: those are left out) "
+        "and state folder.",
     ),
     "doctor": (
         "doctor",

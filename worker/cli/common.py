@@ -25,11 +25,19 @@ WorkspaceOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 
-def settings_for(workspace: Path) -> Settings:
-    """Load the workspace's settings; a ConfigError reaches main() and exits 78."""
+def settings_for(workspace: Path, *, lenient: bool = False, warn: bool = True) -> Settings:
+    """Load the workspace's settings; a ConfigError reaches main() and exits 78. `lenient`:
+    the commands that report (doctor, status, log, inspect, queue, costs, why) get settings
+    whatever is wrong, each problem left out and printed here as a warning (unless `warn` is
+    False: doctor reports them itself), so nothing locks a person out of finding what to fix.
+    A warning (a variable that is no setting) is printed for every command."""
+    from worker import ui  # nor logging, which ui loads
     from worker.config import load_settings  # pydantic is not needed for `--help`
 
-    settings = load_settings(workspace)
+    settings = load_settings(workspace, lenient=lenient)
+    for problem in settings.problems if warn else ():
+        stops = " (`worker run` stops on it)" if problem.fatal else ""
+        ui.warn(f"{problem}{stops}")
     _collect_as_usual()  # the command has its modules and settings: they live as long as it
     return settings
 

@@ -25,7 +25,7 @@ def costs_command(
     """Report the recorded spend: the tasks' agent calls, and the reviewers' apart."""
     from worker.costs import parse_since, report
 
-    data = report(settings_for(workspace), by, parse_since(since)).to_json()
+    data = report(settings_for(workspace, lenient=True), by, parse_since(since)).to_json()
     ui.emit(data, as_json, _render)
 
 

@@ -33,7 +33,7 @@ def inspect_command(
     """Replay a transcript through the supervisor: each anomaly, where it starts, the steering."""
     from worker.supervision.postmortem import inspect_transcript
 
-    settings = settings_for(workspace)
+    settings = settings_for(workspace, lenient=True)
     report = inspect_transcript(transcript, settings.supervision, fmt)
     ui.emit(report.to_dict(), as_json, _render)
 

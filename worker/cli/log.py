@@ -48,7 +48,7 @@ def log_command(
     from worker.run_log import log_rows
     from worker.store import Store
 
-    settings = settings_for(workspace)
+    settings = settings_for(workspace, lenient=True)
     if fleet:
         _fleet_log(settings, limit, as_json)
         return

@@ -16,7 +16,7 @@ def queue_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False)
     would or would not be taken next. Nothing is claimed or moved."""
     from worker.queue_plan import queue
 
-    rows = [row.to_json() for row in queue(settings_for(workspace))]
+    rows = [row.to_json() for row in queue(settings_for(workspace, lenient=True))]
     ui.emit({"queue": rows}, as_json, _render)
 
 

@@ -28,9 +28,12 @@ def schedule_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a crontab line, systemd units or a Task Scheduler XML for this workspace. They
-    carry this shell's PATH and WORKER_* variables (never a secret: those are left out)."""
+    carry this shell's PATH, WORKER_* variables (never a secret: those are left out) and
+    state folder."""
     settings = settings_for(workspace)
-    result = render(kind, target, settings, python=sys.executable, env=schedule_env(os.environ))
+    result = render(
+        kind, target, settings, python=sys.executable, env=schedule_env(os.environ, settings)
+    )
     data = {"kind": result.kind.value, "target": result.target.value, "files": result.files}
     ui.emit(data, as_json, _render)
 

@@ -32,7 +32,7 @@ def status_command(
     aside in rejected/, the last failures and today's spend."""
     from worker.operator_status import status
 
-    settings = settings_for(workspace)
+    settings = settings_for(workspace, lenient=True)
     if fleet:
         from worker.fleet.view import fleet_status
 
@@ -77,6 +77,8 @@ def _render(data: dict[str, Any]) -> None:
         ui.warn(f"{key} lies inside the workspace: the agent can write there")
     if state["legacy_state"]:
         ui.warn(f"old state folder {state['legacy_state']}: the next run moves it")
+    if state.get("legacy_wait_states"):
+        ui.warn(f"wait states in {state['legacy_wait_states']}: the next run moves them")
     _running(data)
     _render_claims(data["claims"])
     _waiting(data)

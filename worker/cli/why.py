@@ -19,7 +19,7 @@ def why(
     """Explain why a run did what it did: the chosen flow, its class, the orders obeyed."""
     from worker.kernel.why import explain_run
 
-    answer = explain_run(settings_for(workspace), run)
+    answer = explain_run(settings_for(workspace, lenient=True), run)
     ui.emit(answer, as_json, _render)
 
 

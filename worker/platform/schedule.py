@@ -59,18 +59,28 @@ _URL_PASSWORD = re.compile(r"://[^/\s@]*:[^/\s@]*@")
 @dataclass(frozen=True)
 class ScheduleEnv:
     """What a scheduled run sees: the user's PATH (cron's own is /usr/bin:/bin, where agent
-    CLIs installed by npm are not) and the WORKER_* variables set now, less the secrets."""
+    CLIs installed by npm are not), the WORKER_* variables set now, less the secrets, and the
+    state folder this shell resolved (`WORKER_STATE_DIR`): cron, systemd and Task Scheduler
+    start with another environment (no `XDG_STATE_HOME`, another `HOME` or `LOCALAPPDATA`),
+    where the default would be another folder, with another inbox and database."""
 
     variables: dict[str, str] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()  # names of secrets not written
+    state: str | None = None  # the state folder, when pinned here
+    inbox: str | None = None  # its inbox
 
     def comment(self, prefix: str = "#") -> list[str]:
-        if not self.variables and not self.left_out:
-            return []
-        lines = [
-            f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran with,"
-            " never a secret."
-        ]
+        lines = []
+        if self.state is not None:
+            lines.append(
+                f"{prefix} State folder {self.state} (inbox {self.inbox}), pinned with "
+                "WORKER_STATE_DIR: the same as `worker submit`, `status` and `log` in this shell."
+            )
+        if self.variables:
+            lines.append(
+                f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran "
+                "with, never a secret."
+            )
         if self.left_out:
             lines.append(
                 f"{prefix} Left out as secrets (set them where the run's environment comes from):"
@@ -79,7 +89,10 @@ class ScheduleEnv:
         return lines
 
 
-def schedule_env(env: Mapping[str, str]) -> ScheduleEnv:
+def schedule_env(env: Mapping[str, str], settings: Settings | None = None) -> ScheduleEnv:
+    """The variables to write; with `settings`, the state folder they resolved is pinned
+    unless a setting already names it (worker.toml's `state_dir`, read by the run too, or
+    `WORKER_STATE_DIR`, written with the others)."""
     variables: dict[str, str] = {}
     left_out: list[str] = []
     if env.get("PATH"):
@@ -91,7 +104,11 @@ def schedule_env(env: Mapping[str, str]) -> ScheduleEnv:
             left_out.append(name)
         else:
             variables[name] = env[name]
-    return ScheduleEnv(variables, tuple(left_out))
+    if settings is None:
+        return ScheduleEnv(variables, tuple(left_out))
+    if settings.state_dir is None:
+        variables["WORKER_STATE_DIR"] = str(settings.state)
+    return ScheduleEnv(variables, tuple(left_out), str(settings.state), str(settings.inbox))
 
 
 def render(
