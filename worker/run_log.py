@@ -11,6 +11,7 @@ from typing import Any
 from worker.config import Settings
 from worker.errors import UsageError
 from worker.progress import progress_of, tools_of
+from worker.sandbox_record import sandboxes_of
 from worker.store import Store
 
 
@@ -95,9 +96,10 @@ def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
         if not found:
             raise UsageError(f"no run {run_id}; `worker log` lists the runs")
         tools = tools_of(store, run_id)
+        boxes = sandboxes_of(store, run_id)
         iterations = []
         for it in store.iterations_of(run_id):
             extra = tools.get(it["seq"], {"tools": {}, "files": []})
-            iterations.append({**it, **extra})
+            iterations.append({**it, **extra, "sandbox": boxes.get(it["seq"])})
         described = describe(store, found)[0]
     return {"run": described, "iterations": iterations}

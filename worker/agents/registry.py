@@ -38,9 +38,13 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     module = importlib.import_module(f"worker.agents.{module_name}")
     adapter: Callable[..., AgentAdapter] = getattr(module, class_name)
     if mode.agent == "command":
-        return adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
-    executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
-    return adapter(executable, cap_bytes=settings.output_cap_bytes)
+        made = adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
+    else:
+        executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
+        made = adapter(executable, cap_bytes=settings.output_cap_bytes)
+    from worker.agents.sandboxed import sandboxed  # the same lazy rule as the adapters
+
+    return sandboxed(settings, mode, made)
 
 
 __all__ = ["adapter_for", "permission_args"]

@@ -40,6 +40,7 @@ def _render(data: dict[str, Any]) -> None:
             f"  #{it['seq']} {it['mode']} ({it['model']}) iteration {it['iteration']}:"
             f" {it['duration_s']:.1f} s, ${it['cost_usd']:.4f},"
             f" {it['input_tokens'] + it['output_tokens']:,} tokens"
+            + (f", sandboxed ({it['sandbox']})" if it.get("sandbox") else ", not sandboxed")
         )
         ui.line(f"    {status}")
         ui.line(f"    tools: {tools}")

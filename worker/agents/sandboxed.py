@@ -1,0 +1,65 @@
+"""Any adapter, in the sandbox `[sandbox]` asks for: the registry hands this out in its place,
+and the request it runs carries the box to the one launcher (agents/base.py), so that the
+adapter itself never knows (worker/sandbox.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING
+
+from worker.config import Settings
+from worker.modes import Mode
+from worker.results import AgentRequest, AgentResult
+from worker.sandbox import Sandbox, find_runtime
+
+if TYPE_CHECKING:
+    from worker.agents.base import AgentAdapter, EventHandler
+
+log = logging.getLogger(__name__)
+_WARNED: set[str] = set()  # the warning of `auto` without a runtime, once per process
+
+
+class SandboxedAdapter:
+    """`inner`, run in `box`: its command is shown wrapped; its result says it was boxed."""
+
+    def __init__(self, inner: AgentAdapter, box: Sandbox) -> None:
+        self.inner, self.box = inner, box
+        self.name = inner.name
+
+    def command(self, request: AgentRequest) -> list[str]:
+        return self.box.command(self.inner.command(request), request.cwd)
+
+    def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
+        result = self.inner.run(dataclasses.replace(request, sandbox=self.box), on_event)
+        result.sandbox = self.box.runtime.name
+        return result
+
+
+def sandboxed(settings: Settings, mode: Mode, adapter: AgentAdapter) -> AgentAdapter:
+    """`adapter` in the mode's sandbox, or as it is: with the sandbox off, or in `auto` where
+    no runtime is installed (a warning). `required` without one is refused before any claim
+    (`sandbox_problem`, the preflight); here it is refused again, never run unboxed."""
+    box = settings.sandbox
+    if box.mode == "off":
+        return adapter
+    runtime, why = find_runtime(box)
+    if runtime is None:
+        if box.mode == "required":
+            from worker.errors import ConfigError
+
+            raise ConfigError(f'[sandbox] mode is "required" and {why}')
+        if why not in _WARNED:
+            _WARNED.add(why)
+            log.warning("the agent runs without a sandbox: %s", why)
+        return adapter
+    return SandboxedAdapter(adapter, Sandbox(settings, mode.agent, runtime))
+
+
+def sandbox_problem(settings: Settings) -> str | None:
+    """Why no agent may start: `required` and no runtime that enforces it; None otherwise."""
+    box = settings.sandbox
+    if box.mode != "required":
+        return None
+    runtime, why = find_runtime(box)
+    return None if runtime is not None else f'[sandbox] mode is "required" and {why}'
