@@ -20,8 +20,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import status_block
+from tests.fakes import gemini_api as gemini_fake
+from tests.fakes import openai_api as openai_fake
 from tests.fakes.anthropic_api import AnthropicAPI, text, tool_use
-from tests.realcli_support import one_mode_workspace, real_cli
+from tests.fakes.gemini_api import FakeGeminiAPI
+from tests.fakes.openai_api import FakeOpenAIAPI
+from tests.realcli_support import one_mode_workspace, real_cli, status_text
 from tests.sandbox_support import attack_commands, leaks, listener, plant_secret, sandbox_runtime
 from worker.config import load_settings
 from worker.run_log import run_detail
@@ -139,3 +143,81 @@ def test_the_control_without_the_box_every_attack_succeeds(
     found = leaks(settings.state, json.dumps(claude.conversation_requests()))
     assert "text 0" in found and any(place.endswith(".jsonl") for place in found)
     assert [it["sandbox"] for it in run_detail(settings, 1)["iterations"]] == [None]
+
+
+# -- Codex -------------------------------------------------------------------------------------
+@pytest.fixture
+def codex(
+    workspace: Path, boxed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeOpenAIAPI]:
+    """The scripted Responses API as Codex's model provider. The mode is the unattended one,
+    `danger-full-access`: Codex's own sandbox is off, worker's is the boundary."""
+    path = real_cli("codex")
+    one_mode_workspace(workspace, "codex", model="gpt-5-codex", permissionMode="danger-full-access")
+    server = FakeOpenAIAPI().start()
+    home = boxed["home"] / ".codex"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        'model_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\n'
+        f'base_url = "{server.url}"\nenv_key = "SCRIPTED_OPENAI_KEY"\nwire_api = "responses"\n'
+        "request_max_retries = 1\n"
+    )
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("SCRIPTED_OPENAI_KEY", "sk-test-scripted")
+    monkeypatch.setenv("WORKER_CODEX_BIN", str(path))
+    yield server
+    server.close()
+
+
+def test_codex_in_the_box(
+    workspace: Path, boxed: dict[str, Any], codex: FakeOpenAIAPI, port: tuple[int, list[bytes]]
+) -> None:
+    commands = attack_commands(boxed["outside"], state_of(workspace), port[0])
+    codex.play(
+        *[openai_fake.call("exec_command", {"cmd": shell(c)}) for c in commands.values()],
+        openai_fake.call("exec_command", {"cmd": "echo hello > hello.txt"}),
+        openai_fake.text(status_text("success", "wrote hello.txt")),
+    )
+    said = run_and_check(workspace, boxed, port[1])
+    sent = json.dumps([codex.inputs(i) for i in range(len(codex.model_requests))])
+    assert "Read-only file system" in sent or "Permission denied" in sent
+    assert leaks(state_of(workspace), sent, said) == []
+
+
+# -- Gemini CLI --------------------------------------------------------------------------------
+@pytest.fixture
+def gemini(
+    workspace: Path, boxed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeGeminiAPI]:
+    """The scripted Gemini API, the CLI's settings in the home (an API key, folder trust on),
+    and the unattended `yolo` mode."""
+    path = real_cli("gemini")
+    one_mode_workspace(workspace, "gemini", model="gemini-2.5-pro", permissionMode="yolo")
+    server = FakeGeminiAPI().start()
+    (boxed["home"] / ".gemini").mkdir()
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": True}}
+    }
+    (boxed["home"] / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(boxed["home"]))
+    monkeypatch.setenv("GEMINI_API_KEY", "test-gemini-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base)
+    monkeypatch.setenv("WORKER_GEMINI_BIN", str(path))
+    yield server
+    server.close()
+
+
+def test_gemini_in_the_box(
+    workspace: Path, boxed: dict[str, Any], gemini: FakeGeminiAPI, port: tuple[int, list[bytes]]
+) -> None:
+    commands = attack_commands(boxed["outside"], state_of(workspace), port[0])
+    target = workspace / "hello.txt"
+    gemini.play(
+        *[gemini_fake.call("run_shell_command", {"command": shell(c)}) for c in commands.values()],
+        gemini_fake.call("write_file", {"file_path": str(target), "content": "hello\n"}),
+        gemini_fake.text(status_text("success", "wrote hello.txt")),
+    )
+    said = run_and_check(workspace, boxed, port[1])
+    sent = json.dumps([gemini.contents(i) for i in range(len(gemini.model_requests))])
+    assert "Read-only file system" in sent or "Permission denied" in sent
+    assert leaks(state_of(workspace), sent, said) == []
