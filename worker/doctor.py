@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from worker import integrity, statedir
+from worker import integrity, sandbox, statedir
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
@@ -267,6 +267,12 @@ def check_gemini(context: Context) -> Iterable[Finding]:
         )
 
 
+def check_sandbox(context: Context) -> Iterable[Finding]:
+    """Which runtime will box the agents and what it enforces here (worker/sandbox.py)."""
+    for status, message in sandbox.describe(context.settings):
+        yield Finding("sandbox", Status(status), message)
+
+
 CHECKS: list[tuple[str, Check]] = [
     ("modes", check_modes),
     ("agents", check_agents),
@@ -277,6 +283,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("github", check_github),
     ("environment", check_environment),
     ("gemini", check_gemini),
+    ("sandbox", check_sandbox),
 ]
 
 

@@ -118,18 +118,22 @@ def _srt_needs() -> list[str]:
 
 
 def policy_for(
-    settings: Settings, agent: str, cwd: Path, env: Mapping[str, str] | None = None
+    settings: Settings,
+    agent: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    create: bool = False,
 ) -> Policy:
-    """The limits of one invocation of `agent` in `cwd`."""
+    """The limits of one invocation of `agent` in `cwd` (`create`: make the CLI's session
+    folder if missing, for bubblewrap binds only what exists; a dry run makes nothing)."""
     env = os.environ if env is None else env
     box = settings.sandbox
     home = Path(env.get("HOME") or Path.home())
     cwd = cwd.resolve()
-    write = [cwd, *_git_dirs(cwd), *_session_dirs(agent, env, home)]
+    write = [cwd, *_git_dirs(cwd), *_session_dirs(agent, env, home, create)]
     write += [_absolute(settings, path) for path in box.allow_write]
-    deny = [home / name for name in SECRET_PATHS]
-    deny += [settings.state.resolve(), settings.inbox.resolve(), settings.db_path.resolve()]
-    deny += [_absolute(settings, path) for path in box.deny_read]
+    deny = deny_list(settings, home)
     # A worktree lives in the state folder: its own tree is open again, the others are not.
     allow_read = [path for path in write if any(_inside(path, d) for d in deny)]
     hosts = [*model_hosts(agent, env, home), *box.allow_hosts]
@@ -142,14 +146,23 @@ def policy_for(
     )
 
 
-def _session_dirs(agent: str, env: Mapping[str, str], home: Path) -> list[Path]:
+def deny_list(settings: Settings, home: Path) -> list[Path]:
+    """What the agent may not read: the user's secrets, worker's state folder, database and
+    inbox, and `[sandbox] deny_read`."""
+    deny = [home / name for name in SECRET_PATHS]
+    deny += [settings.state.resolve(), settings.inbox.resolve(), settings.db_path.resolve()]
+    return deny + [_absolute(settings, path) for path in settings.sandbox.deny_read]
+
+
+def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
     found = []
     for variable, default in SESSION_DIRS.get(agent, ()):
         named = env.get(variable)
         path = Path(named) if named else home / default
         if variable == "GEMINI_CLI_HOME" and named:
             path = path / ".gemini"
-        path.mkdir(parents=True, exist_ok=True)  # bubblewrap binds only what exists
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
         found.append(path.resolve())
     return found
 
@@ -218,7 +231,7 @@ class Sandbox:
         try:
             tmp = folder / "tmp"
             tmp.mkdir()
-            policy = policy_for(self.settings, self.agent, cwd)
+            policy = policy_for(self.settings, self.agent, cwd, create=True)
             policy = Policy(**{**policy.__dict__, "write": [*policy.write, tmp], "tmp": tmp})
             settings_file = folder / "srt-settings.json"
             settings_file.write_text(json.dumps(srt_settings(policy)), encoding="utf-8")
@@ -242,13 +255,17 @@ def srt_settings(policy: Policy) -> dict[str, Any]:
 
 
 def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
-    """bubblewrap's arguments: the system read-only, the denied paths hidden, the writable
-    ones bound back; a parent's mount before the mounts beneath it."""
+    """bubblewrap's arguments: the system read-only, the denied paths hidden (an empty
+    folder, made read-only last, once the writable paths beneath it are bound back), the
+    writable ones bound back; a parent's mount before the mounts beneath it."""
+    denied = [path for path in policy.deny_read if path.exists()]
+    # A denied path inside another is hidden with it (its mount point could not be made).
+    denied = [p for p in denied if not any(d != p and _inside(p, d) for d in denied)]
     mounts: list[tuple[Path, list[str]]] = []
-    for path in policy.deny_read:
+    for path in denied:
         if path.is_dir():
-            mounts.append((path, ["--tmpfs", str(path), "--remount-ro", str(path)]))
-        elif path.exists():
+            mounts.append((path, ["--tmpfs", str(path)]))
+        else:
             mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
     for path in policy.write:
         if path.exists():
@@ -257,6 +274,9 @@ def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):
         args += mount
+    for path in denied:
+        if path.is_dir():
+            args += ["--remount-ro", str(path)]
     args += ["--setenv", "TMPDIR", str(policy.tmp), "--chdir", str(cwd)]
     return args
 
@@ -272,3 +292,66 @@ def launch(
         return
     with request.sandbox.launch(argv, request.cwd) as (wrapped, env):
         yield wrapped, env
+
+
+# What each platform gets, for `worker doctor` and the README.
+PLATFORM_NOTES = {
+    "linux": "Linux: srt enforces files and network (bubblewrap with a filtering proxy); "
+    "bubblewrap alone enforces the files only",
+    "darwin": "macOS: srt enforces files and network (sandbox-exec with a filtering proxy); "
+    "there is no fallback",
+    "win32": 'Windows: worker enforces nothing by default; with [sandbox] runtime = "srt" '
+    "(alpha: an elevated `srt windows-install` first) srt enforces writes and the network "
+    "under a separate account",
+}
+
+
+def describe(settings: Settings) -> list[tuple[str, str]]:
+    """What the agent's sandbox will be here, as (ok | warn | fail, words) for `worker doctor`."""
+    box = settings.sandbox
+    platform = "linux" if sys.platform.startswith("linux") else sys.platform
+    note = PLATFORM_NOTES.get(platform, f"{sys.platform}: no sandbox runtime is known here")
+    runtime, why = find_runtime(box)
+    if runtime is None:
+        status = {"off": "warn", "auto": "warn", "required": "fail"}[box.mode]
+        then = {
+            "off": "agents run with everything the user can reach",
+            "auto": "agents run unboxed, with a warning",
+            "required": "no agent will start (exit 78)",
+        }[box.mode]
+        return [(status, f"{why}: {then}"), ("ok", note)]
+    broken = _probe(runtime)
+    if broken:
+        status = "fail" if box.mode == "required" else "warn"
+        return [(status, f"{runtime.name} ({runtime.path}) cannot run here: {broken}")]
+    denied = deny_list(settings, Path(os.environ.get("HOME") or Path.home()))
+    status = "ok" if runtime.network else "warn"
+    return [(status, _enforced(runtime, denied, box)), ("ok", note)]
+
+
+def _enforced(runtime: Runtime, deny: list[Path], box: SandboxSettings) -> str:
+    denied = ", ".join(str(path) for path in _unique(deny))
+    network = (
+        f"only the model's API host and {', '.join(box.allow_hosts) or 'nothing else'}"
+        if runtime.network
+        else "NOT limited (bubblewrap alone has no proxy: install srt)"
+    )
+    return (
+        f"agents run in {runtime.name} ({runtime.path}, mode {box.mode}): writes only to the "
+        f"working tree, the agent CLI's session folder and a private tmp; reads refused for "
+        f"{denied}; network: {network}"
+    )
+
+
+def _probe(runtime: Runtime) -> str | None:
+    """Why bubblewrap (which srt uses on Linux) cannot make its namespaces here; None if it can."""
+    if not sys.platform.startswith("linux"):
+        return None
+    from worker.proc import run_process
+
+    bwrap = runtime.path if runtime.name == "bwrap" else shutil.which("bwrap") or "bwrap"
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
+    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
+    if proc.exit_code == 0:
+        return None
+    return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"

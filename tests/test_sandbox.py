@@ -1,0 +1,238 @@
+"""The agent's sandbox without the real agent CLIs: bubblewrap as the Linux fallback around a
+`command` agent, `required` without a runtime (exit 78, nothing claimed), `auto` without one
+(a warning, unboxed), the dry run's wrapped command, `worker doctor`'s report, and where the
+model's API host is read from."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.sandbox_support import SECRET, leaks, plant_secret
+from worker.cli.app import app
+from worker.config import load_settings
+from worker.run_log import run_detail
+from worker.runner import RunOptions, run_once
+from worker.sandbox_hosts import host_entry, model_hosts, no_proxy_without
+
+from .conftest import run_worker, state_of, write_message
+
+STATUS = "printf '=== AGENT STATUS ===\\nSTATUS: success\\nREASON: done\\n===================\\n'"
+
+
+def bwrap_works() -> None:
+    """Skip (fail in CI: `CI` or `SANDBOX_REQUIRED`) where bubblewrap cannot make namespaces."""
+    import os
+
+    problem = None
+    if shutil.which("bwrap") is None:
+        problem = "bubblewrap is not installed: `apt-get install bubblewrap`"
+    else:
+        argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            problem = f"bubblewrap cannot make namespaces here: {done.stderr.strip()}"
+    if problem and (os.environ.get("CI") or os.environ.get("SANDBOX_REQUIRED")):
+        pytest.fail(problem)
+    if problem:
+        pytest.skip(problem)
+
+
+def command_mode(workspace: Path, script: str) -> None:
+    (workspace / "modes").mkdir(exist_ok=True)
+    mode = {
+        "id": "plain",
+        "model": "local",
+        "maxIterations": 1,
+        "agent": "command",
+        "command": ["sh", "-c", script],
+    }
+    (workspace / "modes" / "modes.json").write_text(json.dumps({"modes": [mode]}))
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
+    plant_secret(home)
+    return home
+
+
+def test_bubblewrap_keeps_the_agent_in_its_tree(
+    workspace: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No sandbox runtime, bubblewrap installed, the default settings: the agent writes its
+    tree and its private tmp, and cannot read ~/.ssh, write beside the tree, nor write or read
+    worker's state folder."""
+    bwrap_works()
+    monkeypatch.delenv("WORKER_SANDBOX__MODE")
+    monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(tmp_path / "no-srt"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = state_of(workspace)
+    state.mkdir(parents=True)
+    (state / "peek.txt").write_text("state-private\n")
+    command_mode(
+        workspace,
+        f"exec 2>&1; cat ~/.ssh/id_ed25519; echo pwned > {outside}/escape.txt; "
+        f"echo pwned > {state}/pwned.txt; cat {state}/peek.txt; echo hello > hello.txt; "
+        'touch "$TMPDIR/scratch" && echo "tmp ok"; ' + STATUS,
+    )
+    write_message(workspace, "msg-1")
+    settings = load_settings(workspace)
+    report = run_once(settings, RunOptions())
+    assert report.outcome.value == "success", report.reason
+    assert (workspace / "hello.txt").read_text() == "hello\n"
+    assert not (outside / "escape.txt").exists() and not (state / "pwned.txt").exists()
+    log = next((state / "logs").rglob("iteration-1.jsonl")).read_text()
+    assert "tmp ok" in log and "Read-only file system" in log
+    assert "state-private" not in log
+    assert leaks(state, log) == []
+    assert [it["sandbox"] for it in run_detail(settings, 1)["iterations"]] == ["bwrap"]
+
+
+def test_the_same_agent_unboxed_does_all_of_it(workspace: Path, home: Path, tmp_path: Path) -> None:
+    """The control: with `mode = "off"` (the suite's setting) the same commands work."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = state_of(workspace)
+    command_mode(
+        workspace,
+        f"cat ~/.ssh/id_ed25519; echo pwned > {outside}/escape.txt; "
+        f"echo pwned > {state}/pwned.txt; " + STATUS,
+    )
+    write_message(workspace, "msg-1")
+    settings = load_settings(workspace)
+    assert run_once(settings, RunOptions()).outcome.value == "success"
+    assert (outside / "escape.txt").exists() and (state / "pwned.txt").exists()
+    log = next((state / "logs").rglob("iteration-1.jsonl")).read_text()
+    assert SECRET in log
+    assert [it["sandbox"] for it in run_detail(settings, 1)["iterations"]] == [None]
+
+
+@pytest.mark.parametrize("bwrap", ["missing", "installed"])
+def test_required_without_a_runtime_refuses_before_any_claim(
+    workspace: Path, home: Path, tmp_path: Path, bwrap: str
+) -> None:
+    """`required` with no runtime (or bubblewrap alone, which cannot limit the network): exit
+    78, the message names what to install, the task is neither claimed nor run."""
+    if bwrap == "installed" and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    command_mode(workspace, "echo ran > ran.txt; " + STATUS)
+    write_message(workspace, "msg-1")
+    env = {
+        "WORKER_SANDBOX__MODE": "required",
+        "WORKER_SANDBOX__SRT_BIN": str(tmp_path / "no-srt"),
+        "WORKER_SANDBOX__BWRAP_BIN": "bwrap" if bwrap == "installed" else str(tmp_path / "no"),
+    }
+    done = run_worker(workspace, "run", env=env)
+    assert done.returncode == 78, done.stderr
+    assert "npm install -g @anthropic-ai/sandbox-runtime" in done.stderr
+    assert "No task was taken" in done.stderr
+    assert not (workspace / "ran.txt").exists()
+    message = json.loads((workspace / "inbox" / "msg-1.json").read_text())
+    assert message["status"] == "unread"
+    db = sqlite3.connect(state_of(workspace) / "worker.db")
+    assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM iterations").fetchone()[0] == 0
+
+
+def test_auto_without_a_runtime_warns_and_runs_unboxed(
+    workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    command_mode(workspace, "echo ran > ran.txt; " + STATUS)
+    write_message(workspace, "msg-1")
+    env = {
+        "WORKER_SANDBOX__MODE": "auto",
+        "WORKER_SANDBOX__SRT_BIN": str(tmp_path / "no-srt"),
+        "WORKER_SANDBOX__BWRAP_BIN": str(tmp_path / "no-bwrap"),
+    }
+    done = run_worker(workspace, "run", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "the agent runs without a sandbox" in done.stderr
+    assert (workspace / "ran.txt").exists()
+
+
+def test_a_dry_run_shows_the_wrapped_command_and_makes_nothing(
+    workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    """bubblewrap's mounts before the agent's own command; the CLI's session folder (absent)
+    is not made by looking."""
+    bwrap_works()
+    command_mode(workspace, STATUS)
+    write_message(workspace, "msg-1")
+    env = {"WORKER_SANDBOX__MODE": "auto", "WORKER_SANDBOX__SRT_BIN": str(tmp_path / "no")}
+    done = run_worker(workspace, "run", "--dry-run", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    command = json.loads(done.stdout)["command"]
+    assert command[0].endswith("bwrap") and command[-3:] == ["sh", "-c", STATUS]
+    assert command[command.index("--tmpfs") + 1] == str(home / ".ssh")
+    assert ["--bind", str(workspace), str(workspace)] == command[
+        command.index("--bind") : command.index("--bind") + 3
+    ]
+    assert not state_of(workspace).exists()
+
+
+def test_doctor_names_the_runtime_and_what_it_enforces(
+    workspace: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKER_SANDBOX__MODE", "required")
+    monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(tmp_path / "no-srt"))
+    monkeypatch.setenv("WORKER_SANDBOX__BWRAP_BIN", str(tmp_path / "no-bwrap"))
+    done = CliRunner().invoke(app, ["doctor", "--json", "-w", str(workspace)])
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "sandbox"]
+    assert done.exit_code == 78
+    assert findings[0]["status"] == "fail" and "no agent will start" in findings[0]["message"]
+    assert any("Linux:" in f["message"] or "macOS:" in f["message"] for f in findings)
+
+
+def test_doctor_with_bubblewrap_says_the_network_is_not_limited(
+    workspace: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bwrap_works()
+    monkeypatch.setenv("WORKER_SANDBOX__MODE", "auto")
+    monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(tmp_path / "no-srt"))
+    done = CliRunner().invoke(app, ["doctor", "--json", "-w", str(workspace)])
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "sandbox"]
+    first: dict[str, Any] = findings[0]
+    assert first["status"] == "warn" and "network: NOT limited" in first["message"]
+    assert str(home / ".ssh") in first["message"] and str(state_of(workspace)) in first["message"]
+
+
+def test_the_model_host_comes_from_the_agent_configuration(tmp_path: Path) -> None:
+    home = tmp_path
+    assert model_hosts("claude", {}, home)[0] == "api.anthropic.com"
+    assert model_hosts("claude", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080/x"}, home) == [
+        "127.0.0.1:8080"
+    ]
+    assert model_hosts("gemini", {"GOOGLE_GEMINI_BASE_URL": "https://g.example"}, home) == [
+        "g.example"
+    ]
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text(
+        'model_provider = "p"\n[model_providers.p]\nbase_url = "https://llm.corp:8443/v1"\n'
+    )
+    assert model_hosts("codex", {}, home) == ["llm.corp:8443"]
+    assert model_hosts("codex", {"CODEX_HOME": str(tmp_path / "none")}, home)[0] == (
+        "api.openai.com"
+    )
+    assert host_entry("http://[::1]:9/") == "[::1]:9"
+
+
+def test_a_local_model_host_leaves_the_proxy_bypass_list() -> None:
+    """Inside the box 127.0.0.1 is the box's own: a local model API must go through the
+    proxy, so its address leaves NO_PROXY (the rest stays)."""
+    assert no_proxy_without(["api.anthropic.com"]) is None
+    kept = no_proxy_without(["127.0.0.1:8080", "github.com"])
+    assert kept is not None and "127.0.0.1" not in kept.split(",") and "localhost" in kept
+    assert "10.0.0.0/8" not in (no_proxy_without(["10.1.2.3:80"]) or "")
