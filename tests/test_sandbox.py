@@ -98,7 +98,11 @@ def test_bubblewrap_keeps_the_agent_in_its_tree(
     assert "tmp ok" in log and "Read-only file system" in log
     assert "state-private" not in log
     assert leaks(state, log) == []
-    assert [it["sandbox"] for it in run_detail(settings, 1)["iterations"]] == ["bwrap"]
+    (iteration,) = run_detail(settings, 1)["iterations"]
+    assert iteration["sandbox"] == "bwrap"
+    assert any(f"{outside}/escape.txt" in line for line in iteration["sandbox_refused"])
+    shown = CliRunner().invoke(app, ["show", "1", "-w", str(workspace)])
+    assert "sandboxed (bwrap)" in shown.stdout and "sandbox refused: " in shown.stdout
 
 
 def test_the_same_agent_unboxed_does_all_of_it(workspace: Path, home: Path, tmp_path: Path) -> None:
@@ -118,6 +122,8 @@ def test_the_same_agent_unboxed_does_all_of_it(workspace: Path, home: Path, tmp_
     log = next((state / "logs").rglob("iteration-1.jsonl")).read_text()
     assert SECRET in log
     assert [it["sandbox"] for it in run_detail(settings, 1)["iterations"]] == [None]
+    shown = CliRunner().invoke(app, ["show", "1", "-w", str(workspace)])
+    assert "not sandboxed" in shown.stdout
 
 
 @pytest.mark.parametrize("bwrap", ["missing", "installed"])

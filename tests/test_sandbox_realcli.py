@@ -78,6 +78,8 @@ def run_and_check(workspace: Path, boxed: dict[str, Any], got: list[bytes]) -> s
     assert got == []
     detail = run_detail(settings, 1)
     assert [it["sandbox"] for it in detail["iterations"]] == ["srt"]
+    refused = "\n".join(detail["iterations"][0]["sandbox_refused"])
+    assert "Read-only file system" in refused and "blocked" in refused  # a write, the proxy
     return json.dumps(detail)
 
 

@@ -107,5 +107,5 @@ def record_iteration(
     # The row is the record, less the steering (the supervisor adds it after the row is written).
     row = {name: value for name, value in asdict(record).items() if name != "steering"}
     store.add_iteration(run_id, seq, **{**row, "reason": record.reason[:500]})
-    record_sandbox(store, run_id, seq, agent.sandbox)
+    record_sandbox(store, run_id, seq, agent.sandbox, agent.sandbox_refusals)
     return record

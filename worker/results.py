@@ -64,6 +64,7 @@ class AgentResult:
     truncated: bool = False
     infra: InfraFailure | None = None  # set when the failure was not the task's
     sandbox: str | None = None  # the runtime the agent ran in (srt, bwrap), None: unboxed
+    sandbox_refusals: list[str] = field(default_factory=list)  # what the box refused, as seen
 
 
 @dataclass

@@ -100,6 +100,7 @@ def run_detail(settings: Settings, run_id: int) -> dict[str, Any]:
         iterations = []
         for it in store.iterations_of(run_id):
             extra = tools.get(it["seq"], {"tools": {}, "files": []})
-            iterations.append({**it, **extra, "sandbox": boxes.get(it["seq"])})
+            runtime, refused = boxes.get(it["seq"], (None, []))
+            iterations.append({**it, **extra, "sandbox": runtime, "sandbox_refused": refused})
         described = describe(store, found)[0]
     return {"run": described, "iterations": iterations}

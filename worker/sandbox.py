@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from worker.sandbox_hosts import model_hosts, no_proxy_without
 from worker.sandbox_settings import SandboxSettings
 
 if TYPE_CHECKING:
+    from worker.models import AgentEvent
     from worker.results import AgentRequest
 
 # The user's secrets: keys, cloud and GitHub credentials, git's stored passwords.
@@ -355,3 +357,27 @@ def _probe(runtime: Runtime) -> str | None:
     if proc.exit_code == 0:
         return None
     return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
+
+
+# What the runtimes answer a refused access with, as the agent's tools see it: a read-only
+# mount (EROFS), the proxy's refusal (srt's http-proxy.js and socks-proxy.js).
+_REFUSED = re.compile(
+    r"Read-only file system|Connection blocked by network allowlist|blocked-by-sandbox-runtime"
+    r"|connection not allowed by ruleset"
+)
+_REFUSALS_KEPT = 10
+
+
+def refusals(events: list[AgentEvent]) -> list[str]:
+    """The lines of the agent's tool results (or a plain agent's output) where the box refused
+    something, at most 10 and 200 characters each: the iteration's record keeps them."""
+    found: list[str] = []
+    for event in events:
+        if event.kind.value not in ("tool_result", "text") or not event.text:
+            continue
+        for line in event.text.splitlines():
+            if _REFUSED.search(line):
+                found.append(line.strip()[:200])
+                if len(found) >= _REFUSALS_KEPT:
+                    return found
+    return found

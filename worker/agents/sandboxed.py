@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from worker.config import Settings
 from worker.modes import Mode
 from worker.results import AgentRequest, AgentResult
-from worker.sandbox import Sandbox, find_runtime
+from worker.sandbox import Sandbox, find_runtime, refusals
 
 if TYPE_CHECKING:
     from worker.agents.base import AgentAdapter, EventHandler
@@ -33,6 +33,7 @@ class SandboxedAdapter:
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
         result = self.inner.run(dataclasses.replace(request, sandbox=self.box), on_event)
         result.sandbox = self.box.runtime.name
+        result.sandbox_refusals = refusals(result.events)
         return result
 
 

@@ -45,6 +45,8 @@ def _render(data: dict[str, Any]) -> None:
         ui.line(f"    {status}")
         ui.line(f"    tools: {tools}")
         ui.line(f"    files written: {', '.join(it['files']) or 'none'}")
+        for line in it.get("sandbox_refused") or []:
+            ui.line(f"    sandbox refused: {line}")
 
 
 def register(app: typer.Typer) -> None:
