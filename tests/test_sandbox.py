@@ -5,6 +5,7 @@ model's API host is read from."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sqlite3
@@ -242,3 +243,33 @@ def test_a_local_model_host_leaves_the_proxy_bypass_list() -> None:
     kept = no_proxy_without(["127.0.0.1:8080", "github.com"])
     assert kept is not None and "127.0.0.1" not in kept.split(",") and "localhost" in kept
     assert "10.0.0.0/8" not in (no_proxy_without(["10.1.2.3:80"]) or "")
+
+
+def test_codex_own_sandbox_gives_way_to_the_box(workspace: Path, tmp_path: Path) -> None:
+    """Codex's own sandbox is bubblewrap, which cannot run inside the box: its mode becomes
+    `danger-full-access` there, and `read-only` makes the box's working tree read-only."""
+    from worker.agents.codex import CodexAdapter
+    from worker.agents.sandboxed import SandboxedAdapter, without_codex_sandbox
+    from worker.results import AgentRequest
+    from worker.sandbox import Runtime, Sandbox
+
+    assert without_codex_sandbox(("--sandbox", "workspace-write", "-c", "x")) == (
+        ("--sandbox", "danger-full-access", "-c", "x"),
+        "workspace-write",
+    )
+    assert without_codex_sandbox(("--sandbox=read-only",)) == (
+        ("--sandbox=danger-full-access",),
+        "read-only",
+    )
+    settings = load_settings(workspace)
+    adapter = SandboxedAdapter(
+        CodexAdapter("codex"), Sandbox(settings, "codex", Runtime("bwrap", "bwrap"))
+    )
+    request = AgentRequest(prompt="", model="m", cwd=workspace, timeout_s=1)
+    writable = adapter.command(dataclasses.replace(request, extra_args=("-s", "workspace-write")))
+    read_only = adapter.command(dataclasses.replace(request, extra_args=("-s", "read-only")))
+    for command in (writable, read_only):
+        assert command[command.index("-s") + 1] == "danger-full-access"
+    tree = ["--bind", str(workspace), str(workspace)]
+    assert any(writable[i : i + 3] == tree for i in range(len(writable)))
+    assert not any(read_only[i : i + 3] == tree for i in range(len(read_only)))

@@ -152,10 +152,10 @@ def test_the_control_without_the_box_every_attack_succeeds(
 def codex(
     workspace: Path, boxed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[FakeOpenAIAPI]:
-    """The scripted Responses API as Codex's model provider. The mode is the unattended one,
-    `danger-full-access`: Codex's own sandbox is off, worker's is the boundary."""
+    """The scripted Responses API as Codex's model provider, and a mode as shipped (Codex's
+    own `workspace-write`, which the box replaces: bubblewrap cannot run nested)."""
     path = real_cli("codex")
-    one_mode_workspace(workspace, "codex", model="gpt-5-codex", permissionMode="danger-full-access")
+    one_mode_workspace(workspace, "codex", model="gpt-5-codex")
     server = FakeOpenAIAPI().start()
     home = boxed["home"] / ".codex"
     home.mkdir()

@@ -126,14 +126,17 @@ def policy_for(
     env: Mapping[str, str] | None = None,
     *,
     create: bool = False,
+    tree: bool = True,
 ) -> Policy:
     """The limits of one invocation of `agent` in `cwd` (`create`: make the CLI's session
-    folder if missing, for bubblewrap binds only what exists; a dry run makes nothing)."""
+    folder if missing, for bubblewrap binds only what exists; a dry run makes nothing;
+    `tree`: the working tree may be written, which a read-only mode turns off)."""
     env = os.environ if env is None else env
     box = settings.sandbox
     home = Path(env.get("HOME") or Path.home())
     cwd = cwd.resolve()
-    write = [cwd, *_git_dirs(cwd), *_session_dirs(agent, env, home, create)]
+    write = [cwd, *_git_dirs(cwd)] if tree else []
+    write += _session_dirs(agent, env, home, create)
     write += [_absolute(settings, path) for path in box.allow_write]
     deny = deny_list(settings, home)
     # A worktree lives in the state folder: its own tree is open again, the others are not.
@@ -200,14 +203,21 @@ def _unique(items: list[Any]) -> list[Any]:
 class Sandbox:
     """The box one agent runs in: its runtime and the settings its policy comes from."""
 
-    def __init__(self, settings: Settings, agent: str, runtime: Runtime) -> None:
+    def __init__(
+        self, settings: Settings, agent: str, runtime: Runtime, *, tree: bool = True
+    ) -> None:
         self.settings, self.agent, self.runtime = settings, agent, runtime
+        self.tree = tree  # the working tree may be written
+
+    def read_only(self) -> Sandbox:
+        """The same box with the working tree read-only."""
+        return Sandbox(self.settings, self.agent, self.runtime, tree=False)
 
     def command(
         self, argv: list[str], cwd: Path, settings_file: str = SETTINGS_PLACEHOLDER
     ) -> list[str]:
         """`argv` as the runtime runs it (a dry run shows this, with placeholders)."""
-        policy = policy_for(self.settings, self.agent, cwd)
+        policy = policy_for(self.settings, self.agent, cwd, tree=self.tree)
         return self._wrap(argv, cwd, policy, settings_file)
 
     def _wrap(self, argv: list[str], cwd: Path, policy: Policy, settings_file: str) -> list[str]:
@@ -233,7 +243,7 @@ class Sandbox:
         try:
             tmp = folder / "tmp"
             tmp.mkdir()
-            policy = policy_for(self.settings, self.agent, cwd, create=True)
+            policy = policy_for(self.settings, self.agent, cwd, create=True, tree=self.tree)
             policy = Policy(**{**policy.__dict__, "write": [*policy.write, tmp], "tmp": tmp})
             settings_file = folder / "srt-settings.json"
             settings_file.write_text(json.dumps(srt_settings(policy)), encoding="utf-8")

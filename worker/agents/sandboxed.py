@@ -28,10 +28,24 @@ class SandboxedAdapter:
         self.name = inner.name
 
     def command(self, request: AgentRequest) -> list[str]:
-        return self.box.command(self.inner.command(request), request.cwd)
+        boxed = self.boxed(request)
+        assert boxed.sandbox is not None
+        return boxed.sandbox.command(self.inner.command(boxed), request.cwd)
+
+    def boxed(self, request: AgentRequest) -> AgentRequest:
+        """The request with its box. Codex's own sandbox is bubblewrap, which cannot run
+        inside another (the runtime refuses nested namespaces): in the box it is turned off
+        and the box holds its limits, the working tree read-only for `read-only`."""
+        if self.name != "codex":
+            return dataclasses.replace(request, sandbox=self.box)
+        args, own = without_codex_sandbox(request.extra_args)
+        if own == "danger-full-access":
+            return dataclasses.replace(request, sandbox=self.box)
+        box = self.box.read_only() if own == "read-only" else self.box
+        return dataclasses.replace(request, extra_args=args, sandbox=box)
 
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
-        result = self.inner.run(dataclasses.replace(request, sandbox=self.box), on_event)
+        result = self.inner.run(self.boxed(request), on_event)
         result.sandbox = self.box.runtime.name
         result.sandbox_refusals = refusals(result.events)
         return result
@@ -64,3 +78,21 @@ def sandbox_problem(settings: Settings) -> str | None:
         return None
     runtime, why = find_runtime(box)
     return None if runtime is not None else f'[sandbox] mode is "required" and {why}'
+
+
+def without_codex_sandbox(args: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
+    """Codex's arguments with its `--sandbox MODE` (`-s MODE`, `--sandbox=MODE`) turned to
+    `danger-full-access`, and the mode asked for (None: none given)."""
+    out: list[str] = []
+    asked = None
+    items = iter(args)
+    for arg in items:
+        if arg in ("--sandbox", "-s"):
+            asked = next(items, None)
+            out += [arg, "danger-full-access"]
+        elif arg.startswith("--sandbox="):
+            asked = arg.split("=", 1)[1]
+            out.append("--sandbox=danger-full-access")
+        else:
+            out.append(arg)
+    return tuple(out), asked
