@@ -273,3 +273,15 @@ def test_codex_own_sandbox_gives_way_to_the_box(workspace: Path, tmp_path: Path)
     tree = ["--bind", str(workspace), str(workspace)]
     assert any(writable[i : i + 3] == tree for i in range(len(writable)))
     assert not any(read_only[i : i + 3] == tree for i in range(len(read_only)))
+
+
+def test_doctor_warns_when_github_tasks_would_run_unboxed(workspace: Path) -> None:
+    """Tasks from GitHub issues are text by other people: with the sandbox off, doctor says
+    so; without repositories it only says the sandbox is off."""
+    from worker.sandbox import describe
+
+    settings = load_settings(workspace, env={"WORKER_SANDBOX__MODE": "off"})
+    assert "GitHub" not in describe(settings)[0][1]
+    github = {"WORKER_SANDBOX__MODE": "off", "WORKER_GITHUB__REPOS": '["o/r"]'}
+    status, message = describe(load_settings(workspace, env=github))[0]
+    assert status == "warn" and "GitHub issues" in message
