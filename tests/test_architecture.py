@@ -180,6 +180,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.sandbox",
             "worker.sandbox_hosts",
             "worker.sandbox_record",
+            "worker.sandbox_report",
             "worker.signals",
             "worker.status",
             "worker.store",

@@ -278,7 +278,7 @@ def test_codex_own_sandbox_gives_way_to_the_box(workspace: Path, tmp_path: Path)
 def test_doctor_warns_when_github_tasks_would_run_unboxed(workspace: Path) -> None:
     """Tasks from GitHub issues are text by other people: with the sandbox off, doctor says
     so; without repositories it only says the sandbox is off."""
-    from worker.sandbox import describe
+    from worker.sandbox_report import describe
 
     settings = load_settings(workspace, env={"WORKER_SANDBOX__MODE": "off"})
     assert "GitHub" not in describe(settings)[0][1]

@@ -223,3 +223,24 @@ def test_gemini_in_the_box(
     sent = json.dumps([gemini.contents(i) for i in range(len(gemini.model_requests))])
     assert "Read-only file system" in sent or "Permission denied" in sent
     assert leaks(state_of(workspace), sent, said) == []
+
+
+def test_claude_in_the_box_with_its_config_in_the_home(
+    workspace: Path,
+    boxed: dict[str, Any],
+    claude: AnthropicAPI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without CLAUDE_CONFIG_DIR the CLI keeps `~/.claude/` and `~/.claude.json`: it still
+    starts, works in its tree and finishes in the box."""
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    claude.script(
+        tool_use("Write", {"file_path": str(workspace / "hello.txt"), "content": "hello\n"}),
+        text("Done.\n" + status_block("success", "wrote hello.txt")),
+    )
+    write_message(workspace, "msg-1")
+    settings = load_settings(workspace)
+    report = run_once(settings, RunOptions())
+    assert report.outcome.value == "success", report.reason
+    assert (workspace / "hello.txt").read_text() == "hello\n"
+    assert [it["sandbox"] for it in run_detail(settings, 1)["iterations"]] == ["srt"]

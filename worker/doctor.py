@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from worker import integrity, sandbox, statedir
+from worker import integrity, sandbox_report, statedir
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
@@ -269,7 +269,7 @@ def check_gemini(context: Context) -> Iterable[Finding]:
 
 def check_sandbox(context: Context) -> Iterable[Finding]:
     """Which runtime will box the agents and what it enforces here (worker/sandbox.py)."""
-    for status, message in sandbox.describe(context.settings):
+    for status, message in sandbox_report.describe(context.settings):
         yield Finding("sandbox", Status(status), message)
 
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,6 @@ from worker.sandbox_hosts import model_hosts, no_proxy_without
 from worker.sandbox_settings import SandboxSettings
 
 if TYPE_CHECKING:
-    from worker.models import AgentEvent
     from worker.results import AgentRequest
 
 # The user's secrets: keys, cloud and GitHub credentials, git's stored passwords.
@@ -85,7 +83,6 @@ class Policy:
     hosts: list[str]
     no_proxy: str | None = None  # the proxy-bypass list, when the model's host is local
     tmp: Path = Path(TMP_PLACEHOLDER)
-    extra_env: dict[str, str] = field(default_factory=dict)
 
 
 def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
@@ -304,99 +301,3 @@ def launch(
         return
     with request.sandbox.launch(argv, request.cwd) as (wrapped, env):
         yield wrapped, env
-
-
-# What each platform gets, for `worker doctor` and the README.
-PLATFORM_NOTES = {
-    "linux": "Linux: srt enforces files and network (bubblewrap with a filtering proxy); "
-    "bubblewrap alone enforces the files only",
-    "darwin": "macOS: srt enforces files and network (sandbox-exec with a filtering proxy); "
-    "there is no fallback",
-    "win32": 'Windows: worker enforces nothing by default; with [sandbox] runtime = "srt" '
-    "(alpha: an elevated `srt windows-install` first) srt enforces writes and the network "
-    "under a separate account",
-}
-
-
-def describe(settings: Settings) -> list[tuple[str, str]]:
-    """What the agent's sandbox will be here, as (ok | warn | fail, words) for `worker doctor`."""
-    box = settings.sandbox
-    platform = "linux" if sys.platform.startswith("linux") else sys.platform
-    note = PLATFORM_NOTES.get(platform, f"{sys.platform}: no sandbox runtime is known here")
-    runtime, why = find_runtime(box)
-    if runtime is None and box.mode == "off" and settings.github.repos:
-        return [
-            (
-                "warn",
-                f"{why}, and tasks come from GitHub issues: text by other people "
-                "reaches an agent that runs with everything you can reach",
-            ),
-            ("ok", note),
-        ]
-    if runtime is None:
-        status = {"off": "warn", "auto": "warn", "required": "fail"}[box.mode]
-        then = {
-            "off": "agents run with everything the user can reach",
-            "auto": "agents run unboxed, with a warning",
-            "required": "no agent will start (exit 78)",
-        }[box.mode]
-        return [(status, f"{why}: {then}"), ("ok", note)]
-    broken = _probe(runtime)
-    if broken:
-        status = "fail" if box.mode == "required" else "warn"
-        return [(status, f"{runtime.name} ({runtime.path}) cannot run here: {broken}")]
-    denied = deny_list(settings, Path(os.environ.get("HOME") or Path.home()))
-    status = "ok" if runtime.network else "warn"
-    return [(status, _enforced(runtime, denied, box)), ("ok", note)]
-
-
-def _enforced(runtime: Runtime, deny: list[Path], box: SandboxSettings) -> str:
-    denied = ", ".join(str(path) for path in _unique(deny))
-    network = (
-        f"only the model's API host and {', '.join(box.allow_hosts) or 'nothing else'}"
-        if runtime.network
-        else "NOT limited (bubblewrap alone has no proxy: install srt)"
-    )
-    return (
-        f"agents run in {runtime.name} ({runtime.path}, mode {box.mode}): writes only to the "
-        f"working tree, the agent CLI's session folder and a private tmp; reads refused for "
-        f"{denied}; network: {network}"
-    )
-
-
-def _probe(runtime: Runtime) -> str | None:
-    """Why bubblewrap (which srt uses on Linux) cannot make its namespaces here; None if it can."""
-    if not sys.platform.startswith("linux"):
-        return None
-    from worker.proc import run_process
-
-    bwrap = runtime.path if runtime.name == "bwrap" else shutil.which("bwrap") or "bwrap"
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
-    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
-    if proc.exit_code == 0:
-        return None
-    return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
-
-
-# What the runtimes answer a refused access with, as the agent's tools see it: a read-only
-# mount (EROFS), the proxy's refusal (srt's http-proxy.js and socks-proxy.js).
-_REFUSED = re.compile(
-    r"Read-only file system|Connection blocked by network allowlist|blocked-by-sandbox-runtime"
-    r"|connection not allowed by ruleset"
-)
-_REFUSALS_KEPT = 10
-
-
-def refusals(events: list[AgentEvent]) -> list[str]:
-    """The lines of the agent's tool results (or a plain agent's output) where the box refused
-    something, at most 10 and 200 characters each: the iteration's record keeps them."""
-    found: list[str] = []
-    for event in events:
-        if event.kind.value not in ("tool_result", "text") or not event.text:
-            continue
-        for line in event.text.splitlines():
-            if _REFUSED.search(line):
-                found.append(line.strip()[:200])
-                if len(found) >= _REFUSALS_KEPT:
-                    return found
-    return found

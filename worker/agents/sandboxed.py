@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from worker.config import Settings
 from worker.modes import Mode
 from worker.results import AgentRequest, AgentResult
-from worker.sandbox import Sandbox, find_runtime, refusals
+from worker.sandbox import Sandbox, find_runtime
+from worker.sandbox_report import refusals
 
 if TYPE_CHECKING:
     from worker.agents.base import AgentAdapter, EventHandler
