@@ -76,7 +76,8 @@ def test_bubblewrap_keeps_the_agent_in_its_tree(
     tree and its private tmp, and cannot read ~/.ssh, write beside the tree, nor write or read
     worker's state folder."""
     bwrap_works()
-    monkeypatch.delenv("WORKER_SANDBOX__MODE")
+    monkeypatch.delenv("WORKER_SANDBOX__MODE")  # the defaults, not the suite's
+    monkeypatch.delenv("WORKER_SANDBOX__UNTRUSTED_MODE")
     monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(tmp_path / "no-srt"))
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -285,3 +286,19 @@ def test_doctor_warns_when_github_tasks_would_run_unboxed(workspace: Path) -> No
     github = {"WORKER_SANDBOX__MODE": "off", "WORKER_GITHUB__REPOS": '["o/r"]'}
     status, message = describe(load_settings(workspace, env=github))[0]
     assert status == "warn" and "GitHub issues" in message
+
+
+def test_a_github_task_is_boxed_even_with_the_sandbox_off(workspace: Path) -> None:
+    """`mode = "off"` is the operator's choice for trusted intake: a task from GitHub issues
+    (text by other people) still gets `untrusted_mode` (`auto` by default), or more."""
+    from worker.sandbox import for_task
+
+    def box(source: str, **env: str) -> str:
+        given = {f"WORKER_SANDBOX__{k.upper()}": v for k, v in env.items()}
+        return for_task(load_settings(workspace, env=given), source).sandbox.mode
+
+    assert box("inbox", mode="off") == "off"
+    assert box("github", mode="off") == "auto"
+    assert box("github", mode="off", untrusted_mode="required") == "required"
+    assert box("github", mode="required") == "required"
+    assert box("github", mode="off", untrusted_mode="off") == "off"

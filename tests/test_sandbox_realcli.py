@@ -41,7 +41,8 @@ def boxed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The default [sandbox] settings, the pinned runtime, a home with a key in ~/.ssh, a
     folder outside the tree and a listener on 127.0.0.2."""
     srt = sandbox_runtime()
-    monkeypatch.delenv("WORKER_SANDBOX__MODE", raising=False)  # the default, not the suite's
+    monkeypatch.delenv("WORKER_SANDBOX__MODE")  # the defaults, not the suite's
+    monkeypatch.delenv("WORKER_SANDBOX__UNTRUSTED_MODE")
     monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(srt))
     monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
     monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")

@@ -245,7 +245,8 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(
     with nothing to do never reach. The settings are validated by `Settings`' one validator,
     the sections they read included: no section builds a validator of its own, and those made
     at their first use (none here) build none either."""
-    monkeypatch.delenv("WORKER_SANDBOX__MODE")  # the suite's: a section given is validated
+    for name in ("WORKER_SANDBOX__MODE", "WORKER_SANDBOX__UNTRUSTED_MODE"):
+        monkeypatch.delenv(name)  # the suite's: a section given is validated
     code = (
         "import sys\n"
         "from worker.cli.app import app\n"
@@ -286,7 +287,8 @@ def test_the_sections_validated_as_parts_of_the_settings_are_as_made_by_themselv
     from worker.errors import ConfigError
     from worker.supervision.settings import SupervisionSettings, Threshold
 
-    monkeypatch.delenv("WORKER_SANDBOX__MODE")  # the suite's own setting: here the defaults
+    for name in ("WORKER_SANDBOX__MODE", "WORKER_SANDBOX__UNTRUSTED_MODE"):
+        monkeypatch.delenv(name)  # the suite's own settings: here the defaults
     settings = load_settings(workspace)
     sections = {
         name: field.annotation

@@ -116,6 +116,18 @@ def _srt_needs() -> list[str]:
     return [name for name in needed if shutil.which(name) is None]
 
 
+_STRENGTH = {"off": 0, "auto": 1, "required": 2}
+
+
+def for_task(settings: Settings, source: str) -> Settings:
+    """The settings a task runs with: one from GitHub issues (text by other people) gets at
+    least `[sandbox] untrusted_mode`, whatever `mode` says."""
+    box = settings.sandbox
+    if source != "github" or _STRENGTH[box.untrusted_mode] <= _STRENGTH[box.mode]:
+        return settings
+    return settings.with_sections(sandbox=box.model_copy(update={"mode": box.untrusted_mode}))
+
+
 def policy_for(
     settings: Settings,
     agent: str,

@@ -37,12 +37,17 @@ def describe(settings: Settings) -> list[tuple[str, str]]:
     platform = "linux" if sys.platform.startswith("linux") else sys.platform
     note = PLATFORM_NOTES.get(platform, f"{sys.platform}: no sandbox runtime is known here")
     runtime, why = find_runtime(box)
-    if runtime is None and box.mode == "off" and settings.github.repos:
+    if (
+        runtime is None
+        and box.mode == "off"
+        and box.untrusted_mode != "off"
+        and settings.github.repos
+    ):
         return [
             (
                 "warn",
-                f"{why}, and tasks come from GitHub issues: text by other people "
-                "reaches an agent that runs with everything you can reach",
+                f"{why}: inbox tasks run unboxed; tasks from GitHub issues (text by other "
+                f"people) are boxed anyway ([sandbox] untrusted_mode = {box.untrusted_mode!r})",
             ),
             ("ok", note),
         ]

@@ -26,6 +26,9 @@ class SandboxSettings(BaseModel):
     # off: no sandbox; auto: one where a runtime is installed, a warning where not;
     # required: no agent starts without one (exit 78, nothing claimed).
     mode: Literal["off", "auto", "required"] = "auto"
+    # The least a task from GitHub issues (text by other people) gets, whatever `mode` says:
+    # `required` here with `auto` above boxes every task and refuses GitHub's without a box.
+    untrusted_mode: Literal["off", "auto", "required"] = "auto"
     # Which runtime: auto is the sandbox runtime (`srt`) where installed, else bubblewrap.
     runtime: Literal["auto", "srt", "bwrap"] = "auto"
     srt_bin: str = "srt"
