@@ -302,3 +302,28 @@ def test_a_github_task_is_boxed_even_with_the_sandbox_off(workspace: Path) -> No
     assert box("github", mode="off", untrusted_mode="required") == "required"
     assert box("github", mode="required") == "required"
     assert box("github", mode="off", untrusted_mode="off") == "off"
+
+
+def test_a_github_task_without_its_box_is_never_claimed(
+    tmp_path: Path, fake_github: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`untrusted_mode = "required"`, no runtime: the issue is refused before its claim (no
+    label, no comment) with the words of what to install; the sandbox being off for the
+    inbox does not let it through."""
+    from tests.fakes.github_server import settings_for
+    from worker.errors import ConfigError
+
+    fake_github.add_issue("acme/app", 7, title="Fix it", body="x", labels=("roo-schedulable",))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    section = settings_for(fake_github)
+    lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
+    (ws / "worker.toml").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("WORKER_SANDBOX__UNTRUSTED_MODE", "required")
+    monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(tmp_path / "no-srt"))
+    monkeypatch.setenv("WORKER_SANDBOX__BWRAP_BIN", str(tmp_path / "no-bwrap"))
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "false")
+    with pytest.raises(ConfigError, match="npm install -g @anthropic-ai/sandbox-runtime"):
+        run_once(load_settings(ws), RunOptions())
+    assert fake_github.comments_of("acme/app", 7) == []
+    assert "worker:in-progress" not in fake_github.labels_of("acme/app", 7)
