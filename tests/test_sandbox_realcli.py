@@ -84,11 +84,6 @@ def run_and_check(workspace: Path, boxed: dict[str, Any], got: list[bytes]) -> s
     return json.dumps(detail)
 
 
-def attacks(workspace: Path, port: int) -> dict[str, str]:
-    state = state_of(workspace)
-    return {k: shell(v) for k, v in attack_commands(Path("/nonexistent"), state, port).items()}
-
-
 # -- Claude Code -------------------------------------------------------------------------------
 @pytest.fixture
 def claude(
@@ -110,6 +105,8 @@ def claude(
 def test_claude_in_the_box(
     workspace: Path, boxed: dict[str, Any], claude: AnthropicAPI, port: tuple[int, list[bytes]]
 ) -> None:
+    """Claude Code in `bypassPermissions`, its Bash tool running the four attacks, then its
+    Write tool in the tree: the task succeeds, every attack fails, the key stays in the box."""
     commands = attack_commands(boxed["outside"], state_of(workspace), port[0])
     claude.script(
         *[tool_use("Bash", {"command": shell(c)}) for c in commands.values()],
@@ -175,6 +172,8 @@ def codex(
 def test_codex_in_the_box(
     workspace: Path, boxed: dict[str, Any], codex: FakeOpenAIAPI, port: tuple[int, list[bytes]]
 ) -> None:
+    """Codex as shipped (no permissionMode), its exec_command tool running the four attacks
+    and the in-tree edit: the task succeeds, every attack fails, the key stays in the box."""
     commands = attack_commands(boxed["outside"], state_of(workspace), port[0])
     codex.play(
         *[openai_fake.call("exec_command", {"cmd": shell(c)}) for c in commands.values()],
@@ -213,6 +212,8 @@ def gemini(
 def test_gemini_in_the_box(
     workspace: Path, boxed: dict[str, Any], gemini: FakeGeminiAPI, port: tuple[int, list[bytes]]
 ) -> None:
+    """Gemini CLI in `yolo`, its run_shell_command tool running the four attacks, then its
+    write_file tool in the tree: the task succeeds, every attack fails, the key stays in the box."""
     commands = attack_commands(boxed["outside"], state_of(workspace), port[0])
     target = workspace / "hello.txt"
     gemini.play(
