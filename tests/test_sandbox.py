@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -16,12 +17,19 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.fakes.github_server import settings_for
 from tests.sandbox_support import SECRET, leaks, plant_secret
+from worker.agents.codex import CodexAdapter
+from worker.agents.sandboxed import SandboxedAdapter, without_codex_sandbox
 from worker.cli.app import app
 from worker.config import load_settings
+from worker.errors import ConfigError
+from worker.results import AgentRequest
 from worker.run_log import run_detail
 from worker.runner import RunOptions, run_once
+from worker.sandbox import Runtime, Sandbox, for_task
 from worker.sandbox_hosts import host_entry, model_hosts, no_proxy_without
+from worker.sandbox_report import describe
 
 from .conftest import run_worker, state_of, write_message
 
@@ -30,8 +38,6 @@ STATUS = "printf '=== AGENT STATUS ===\\nSTATUS: success\\nREASON: done\\n======
 
 def bwrap_works() -> None:
     """Skip (fail in CI: `CI` or `SANDBOX_REQUIRED`) where bubblewrap cannot make namespaces."""
-    import os
-
     problem = None
     if shutil.which("bwrap") is None:
         problem = "bubblewrap is not installed: `apt-get install bubblewrap`"
@@ -249,10 +255,6 @@ def test_a_local_model_host_leaves_the_proxy_bypass_list() -> None:
 def test_codex_own_sandbox_gives_way_to_the_box(workspace: Path, tmp_path: Path) -> None:
     """Codex's own sandbox is bubblewrap, which cannot run inside the box: its mode becomes
     `danger-full-access` there, and `read-only` makes the box's working tree read-only."""
-    from worker.agents.codex import CodexAdapter
-    from worker.agents.sandboxed import SandboxedAdapter, without_codex_sandbox
-    from worker.results import AgentRequest
-    from worker.sandbox import Runtime, Sandbox
 
     assert without_codex_sandbox(("--sandbox", "workspace-write", "-c", "x")) == (
         ("--sandbox", "danger-full-access", "-c", "x"),
@@ -279,7 +281,6 @@ def test_codex_own_sandbox_gives_way_to_the_box(workspace: Path, tmp_path: Path)
 def test_doctor_warns_when_github_tasks_would_run_unboxed(workspace: Path) -> None:
     """Tasks from GitHub issues are text by other people: with the sandbox off, doctor says
     so; without repositories it only says the sandbox is off."""
-    from worker.sandbox_report import describe
 
     settings = load_settings(workspace, env={"WORKER_SANDBOX__MODE": "off"})
     assert "GitHub" not in describe(settings)[0][1]
@@ -291,7 +292,6 @@ def test_doctor_warns_when_github_tasks_would_run_unboxed(workspace: Path) -> No
 def test_a_github_task_is_boxed_even_with_the_sandbox_off(workspace: Path) -> None:
     """`mode = "off"` is the operator's choice for trusted intake: a task from GitHub issues
     (text by other people) still gets `untrusted_mode` (`auto` by default), or more."""
-    from worker.sandbox import for_task
 
     def box(source: str, **env: str) -> str:
         given = {f"WORKER_SANDBOX__{k.upper()}": v for k, v in env.items()}
@@ -310,8 +310,6 @@ def test_a_github_task_without_its_box_is_never_claimed(
     """`untrusted_mode = "required"`, no runtime: the issue is refused before its claim (no
     label, no comment) with the words of what to install; the sandbox being off for the
     inbox does not let it through."""
-    from tests.fakes.github_server import settings_for
-    from worker.errors import ConfigError
 
     fake_github.add_issue("acme/app", 7, title="Fix it", body="x", labels=("roo-schedulable",))
     ws = tmp_path / "ws"
