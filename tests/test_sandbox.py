@@ -31,7 +31,7 @@ from worker.sandbox import Runtime, Sandbox, for_task
 from worker.sandbox_hosts import host_entry, model_hosts, no_proxy_without
 from worker.sandbox_report import describe
 
-from .conftest import run_worker, state_of, write_message
+from .conftest import git, run_worker, state_of, write_message
 
 STATUS = "printf '=== AGENT STATUS ===\\nSTATUS: success\\nREASON: done\\n===================\\n'"
 
@@ -325,3 +325,32 @@ def test_a_github_task_without_its_box_is_never_claimed(
         run_once(load_settings(ws), RunOptions())
     assert fake_github.comments_of("acme/app", 7) == []
     assert "worker:in-progress" not in fake_github.labels_of("acme/app", 7)
+
+
+def test_in_a_worktree_the_agent_sees_its_own_and_not_the_others(
+    workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `--use-worktree` the tree lives in the state folder: the box opens that one tree
+    (and its git folder: `git add` works), while the other worktrees beside it stay hidden."""
+    bwrap_works()
+    monkeypatch.delenv("WORKER_SANDBOX__MODE")
+    monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(workspace / "no-srt"))
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / ".gitignore").write_text("inbox/\nmodes/\n")
+    git(workspace, "add", "-A")
+    git(workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    other = state_of(workspace) / "worktrees" / "other"
+    other.mkdir(parents=True)
+    (other / "notes.txt").write_text("another-task-private\n")
+    command_mode(
+        workspace,
+        f"exec 2>&1; cat {other}/notes.txt; echo hello > hello.txt; git add hello.txt "
+        "&& echo added; " + STATUS,
+    )
+    write_message(workspace, "msg-1")
+    settings = load_settings(workspace)
+    report = run_once(settings, RunOptions(use_worktree=True))
+    assert report.outcome.value == "success", report.reason
+    log = next((settings.logs).rglob("iteration-1.jsonl")).read_text()
+    assert "added" in log and "another-task-private" not in log
+    assert git(workspace, "show", f"{report.branch}:hello.txt") == "hello\n"

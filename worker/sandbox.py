@@ -182,7 +182,9 @@ def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) 
 
 
 def _git_dirs(cwd: Path) -> list[Path]:
-    """A worktree's own git folder (its index and HEAD), which lives in the main repository."""
+    """A worktree's own git folder (its index and HEAD) and the object store it shares with
+    the main repository (`git add` writes there; new objects change nothing by themselves).
+    Its refs stay read-only: worker commits the worktree's work itself."""
     marker = cwd / ".git"
     if not marker.is_file():
         return []
@@ -193,7 +195,12 @@ def _git_dirs(cwd: Path) -> list[Path]:
     if not text.startswith("gitdir:"):
         return []
     path = Path(text.removeprefix("gitdir:").strip())
-    return [(path if path.is_absolute() else cwd / path).resolve()]
+    own = (path if path.is_absolute() else cwd / path).resolve()
+    try:
+        common = Path((own / "commondir").read_text(encoding="utf-8").strip())
+    except OSError:
+        return [own]
+    return [own, ((common if common.is_absolute() else own / common) / "objects").resolve()]
 
 
 def _absolute(settings: Settings, path: Path) -> Path:
