@@ -152,7 +152,10 @@ def test_required_without_a_runtime_refuses_before_any_claim(
     done = run_worker(workspace, "run", env=env)
     assert done.returncode == 78, done.stderr
     assert "npm install -g @anthropic-ai/sandbox-runtime" in done.stderr
-    assert "No task was taken" in done.stderr
+    assert (
+        "the sandbox is required (sandbox.mode" in done.stderr
+        and "No task was taken" in done.stderr
+    )
     assert not (workspace / "ran.txt").exists()
     message = json.loads((workspace / "inbox" / "msg-1.json").read_text())
     assert message["status"] == "unread"
@@ -354,3 +357,30 @@ def test_in_a_worktree_the_agent_sees_its_own_and_not_the_others(
     log = next((settings.logs).rglob("iteration-1.jsonl")).read_text()
     assert "added" in log and "another-task-private" not in log
     assert git(workspace, "show", f"{report.branch}:hello.txt") == "hello\n"
+
+
+def test_a_bubblewrap_that_cannot_make_namespaces_is_no_runtime(
+    workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    """Where bubblewrap is installed but cannot run (a container without user namespaces):
+    `auto` warns with bubblewrap's words and runs the agent unboxed, doctor says why, and
+    `required` refuses before any claim."""
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    command_mode(workspace, "echo ran > ran.txt; " + STATUS)
+    write_message(workspace, "msg-1")
+    env = {
+        "WORKER_SANDBOX__MODE": "auto",
+        "WORKER_SANDBOX__SRT_BIN": str(tmp_path / "no-srt"),
+        "WORKER_SANDBOX__BWRAP_BIN": str(fake),
+    }
+    doctor = run_worker(workspace, "doctor", "--json", env=env)
+    found = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "sandbox"]
+    assert found[0]["status"] == "warn" and "No permissions to create" in found[0]["message"]
+    refused = run_worker(workspace, "run", env={**env, "WORKER_SANDBOX__MODE": "required"})
+    assert refused.returncode == 78 and "npm install -g" in refused.stderr
+    assert not (workspace / "ran.txt").exists()
+    done = run_worker(workspace, "run", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "the agent runs without a sandbox" in done.stderr and (workspace / "ran.txt").exists()

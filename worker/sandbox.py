@@ -16,6 +16,7 @@ host and `[sandbox] allow_hosts`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
+from worker.proc import child_env, run_process
 from worker.sandbox_hosts import model_hosts, no_proxy_without
 from worker.sandbox_settings import SandboxSettings
 
@@ -86,13 +88,38 @@ class Policy:
 
 
 def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
-    """The runtime `box` asks for and this machine has, or None and why not."""
+    """The runtime `box` asks for and this machine has and can run, or None and why not."""
+    runtime, why = _choose(box)
+    if runtime is None or not sys.platform.startswith("linux"):
+        return runtime, why
+    bwrap = runtime.path if runtime.name == "bwrap" else shutil.which("bwrap") or "bwrap"
+    broken = namespaces_problem(bwrap)
+    if broken:
+        return (
+            None,
+            f"{runtime.name} cannot run here: bubblewrap cannot make its namespaces ({broken})",
+        )
+    return runtime, ""
+
+
+@functools.cache
+def namespaces_problem(bwrap: str) -> str | None:
+    """Why bubblewrap cannot make its namespaces on this machine (a container without user
+    namespaces, Ubuntu's AppArmor rule); None when it can. Asked once per process."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
+    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
+    if proc.exit_code == 0:
+        return None
+    return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
+
+
+def _choose(box: SandboxSettings) -> tuple[Runtime | None, str]:
     if box.mode == "off":
-        return None, 'the sandbox is off ([sandbox] mode = "off")'
+        return None, 'the sandbox is off (sandbox.mode = "off")'
     srt = shutil.which(box.srt_bin)
     bwrap = shutil.which(box.bwrap_bin)
     if sys.platform == "win32" and box.runtime != "srt":
-        return None, 'on Windows only an explicit [sandbox] runtime = "srt" is used (alpha)'
+        return None, 'on Windows only an explicit sandbox.runtime = "srt" is used (alpha)'
     if srt and box.runtime in ("auto", "srt"):
         missing = _srt_needs()
         if not missing:
@@ -253,8 +280,6 @@ class Sandbox:
     def launch(self, argv: list[str], cwd: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
         """The wrapped command and its environment, with a private temporary folder and the
         runtime's settings file that last as long as the command."""
-        from worker.proc import child_env
-
         folder = Path(tempfile.mkdtemp(prefix="worker-sandbox-"))
         try:
             tmp = folder / "tmp"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,10 +58,6 @@ def describe(settings: Settings) -> list[tuple[str, str]]:
             "required": "no agent will start (exit 78)",
         }[box.mode]
         return [(status, f"{why}: {then}"), ("ok", note)]
-    broken = _probe(runtime)
-    if broken:
-        status = "fail" if box.mode == "required" else "warn"
-        return [(status, f"{runtime.name} ({runtime.path}) cannot run here: {broken}")]
     denied = deny_list(settings, Path(os.environ.get("HOME") or Path.home()))
     status = "ok" if runtime.network else "warn"
     return [(status, _enforced(runtime, denied, box)), ("ok", note)]
@@ -80,20 +75,6 @@ def _enforced(runtime: Runtime, deny: list[Path], box: SandboxSettings) -> str:
         f"working tree, the agent CLI's session folder and a private tmp; reads refused for "
         f"{denied}; network: {network}"
     )
-
-
-def _probe(runtime: Runtime) -> str | None:
-    """Why bubblewrap (which srt uses on Linux) cannot make its namespaces here; None if it can."""
-    if not sys.platform.startswith("linux"):
-        return None
-    from worker.proc import run_process
-
-    bwrap = runtime.path if runtime.name == "bwrap" else shutil.which("bwrap") or "bwrap"
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
-    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
-    if proc.exit_code == 0:
-        return None
-    return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
 
 
 # What the runtimes answer a refused access with, as the agent's tools see it: a read-only

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from worker.agents.base import AgentAdapter, EventHandler
 
 log = logging.getLogger(__name__)
+REQUIRED = (
+    "the sandbox is required (sandbox.mode, or sandbox.untrusted_mode for a GitHub issue) and"
+)
 _WARNED: set[str] = set()  # the warning of `auto` without a runtime, once per process
 
 
@@ -64,7 +67,7 @@ def sandboxed(settings: Settings, mode: Mode, adapter: AgentAdapter) -> AgentAda
         if box.mode == "required":
             from worker.errors import ConfigError
 
-            raise ConfigError(f'[sandbox] mode is "required" and {why}')
+            raise ConfigError(f"{REQUIRED} {why}")
         if why not in _WARNED:
             _WARNED.add(why)
             log.warning("the agent runs without a sandbox: %s", why)
@@ -78,7 +81,7 @@ def sandbox_problem(settings: Settings) -> str | None:
     if box.mode != "required":
         return None
     runtime, why = find_runtime(box)
-    return None if runtime is not None else f'[sandbox] mode is "required" and {why}'
+    return None if runtime is not None else f"{REQUIRED} {why}"
 
 
 def without_codex_sandbox(args: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
