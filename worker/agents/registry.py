@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from worker.agents.sandboxed import sandboxed
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.modes import Mode, permission_args
@@ -42,8 +43,6 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     else:
         executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
         made = adapter(executable, cap_bytes=settings.output_cap_bytes)
-    from worker.agents.sandboxed import sandboxed  # the same lazy rule as the adapters
-
     return sandboxed(settings, mode, made)
 
 
