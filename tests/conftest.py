@@ -42,6 +42,9 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("WORKER_MACHINE_ID", "test-machine")
+    # The suite's agents run unboxed; tests/test_sandbox*.py put them back in the default box.
+    monkeypatch.setenv("WORKER_SANDBOX__MODE", "off")
+    monkeypatch.setenv("WORKER_SANDBOX__UNTRUSTED_MODE", "off")
     # worker's state folder (database, intercom, logs, locks) lives in the user's state home:
     # in a test that is a folder of the test's own, never the developer's home; beside
     # tmp_path, not in it, since many tests use tmp_path itself as the workspace.

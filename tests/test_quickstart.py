@@ -52,8 +52,11 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _first_day_env(fake_claude: FakeAgent, tmp_path: Path) -> dict[str, str]:
-    """The user's shell: `claude` and worker on the PATH, no WORKER_* variable at all."""
+    """The user's shell: `claude` and worker on the PATH, no WORKER_* variable but one: the
+    stand-in agent keeps its call log outside the project, a write the agent's sandbox rightly
+    refuses (tests/test_sandbox*.py hold the sandbox itself)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
+    env["WORKER_SANDBOX__MODE"] = env["WORKER_SANDBOX__UNTRUSTED_MODE"] = "off"
     bin_dirs = [str(fake_claude.path.parent), str(Path(sys.executable).parent)]
     env["PATH"] = os.pathsep.join([*bin_dirs, env.get("PATH", "")])
     env["HOME"] = str(tmp_path / "home")

@@ -237,12 +237,16 @@ def test_nothing_to_do_compiles_no_pattern_it_never_matches(workspace: Path) -> 
     assert _modules_after(code) == "True []"
 
 
-def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path) -> None:
+def test_a_dry_run_and_status_build_no_model_they_never_validate(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The inbox message, wait state, note, order file and the model classifier's answer are
     pydantic models built at their first use (`defer_build`), which a dry run and `status`
     with nothing to do never reach. The settings are validated by `Settings`' one validator,
     the sections they read included: no section builds a validator of its own, and those made
     at their first use (none here) build none either."""
+    for name in ("WORKER_SANDBOX__MODE", "WORKER_SANDBOX__UNTRUSTED_MODE"):
+        monkeypatch.delenv(name)  # the suite's: a section given is validated
     code = (
         "import sys\n"
         "from worker.cli.app import app\n"
@@ -267,11 +271,11 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(workspace: Path
         "          PaceSettings, Threshold, ToolSettings]\n"
         "print(len(parts), [m.__name__ for m in models + parts if m.__pydantic_complete__])\n"
     )
-    assert _modules_after(code) == "16 ['Settings']"
+    assert _modules_after(code) == "17 ['Settings']"
 
 
 def test_the_sections_validated_as_parts_of_the_settings_are_as_made_by_themselves(
-    workspace: Path,
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Validating the sections as parts of `Settings`, defaults included, gives what each
     section gives when made by itself, as do those made at their first use; a worker.toml
@@ -283,13 +287,15 @@ def test_the_sections_validated_as_parts_of_the_settings_are_as_made_by_themselv
     from worker.errors import ConfigError
     from worker.supervision.settings import SupervisionSettings, Threshold
 
+    for name in ("WORKER_SANDBOX__MODE", "WORKER_SANDBOX__UNTRUSTED_MODE"):
+        monkeypatch.delenv(name)  # the suite's own settings: here the defaults
     settings = load_settings(workspace)
     sections = {
         name: field.annotation
         for name, field in Settings.model_fields.items()
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
     } | {name: section_model(name) for name in LAZY_SECTIONS}
-    assert len(sections) == 9
+    assert len(sections) == 10
     assert {name: getattr(settings, name) for name in sections} == {
         name: section() for name, section in sections.items()
     }

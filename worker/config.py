@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from worker.notify.settings import NotifySettings
     from worker.retention_settings import RetentionSettings
     from worker.review.settings import ReviewSettings
+    from worker.sandbox_settings import SandboxSettings
     from worker.supervision.settings import SupervisionSettings
 
 CONFIG_FILE = "worker.toml"
@@ -122,6 +123,7 @@ class Settings(BaseModel):
     fleet: ClassVar[_Section["FleetSettings"]] = _Section()
     retention: ClassVar[_Section["RetentionSettings"]] = _Section()
     notify: ClassVar[_Section["NotifySettings"]] = _Section()
+    sandbox: ClassVar[_Section["SandboxSettings"]] = _Section()
     _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _problems: tuple[ConfigProblem, ...] = PrivateAttr(default=())
 
@@ -184,7 +186,7 @@ class Settings(BaseModel):
         return copy
 
 
-LAZY_SECTIONS = ("supervision", "review", "daemon", "fleet", "retention", "notify")
+LAZY_SECTIONS = ("supervision", "review", "daemon", "fleet", "retention", "notify", "sandbox")
 
 
 def section_model(name: str) -> type[BaseModel]:
@@ -209,6 +211,10 @@ def section_model(name: str) -> type[BaseModel]:
         from worker.retention_settings import RetentionSettings
 
         return RetentionSettings
+    if name == "sandbox":
+        from worker.sandbox_settings import SandboxSettings
+
+        return SandboxSettings
     from worker.notify.settings import NotifySettings
 
     return NotifySettings

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from worker import integrity, statedir
+from worker import integrity, sandbox_report, statedir
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
@@ -362,6 +362,12 @@ def check_spend(context: Context) -> Iterable[Finding]:
     )
 
 
+def check_sandbox(context: Context) -> Iterable[Finding]:
+    """Which runtime will box the agents and what it enforces here (worker/sandbox.py)."""
+    for status, message in sandbox_report.describe(context.settings):
+        yield Finding("sandbox", Status(status), message)
+
+
 CHECKS: list[tuple[str, Check]] = [
     ("config", check_config),
     ("modes", check_modes),
@@ -376,6 +382,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("gemini", check_gemini),
     ("maintenance", check_maintenance),
     ("spend", check_spend),
+    ("sandbox", check_sandbox),
 ]
 
 

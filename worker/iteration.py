@@ -9,6 +9,7 @@ from pathlib import Path
 from worker.config import Settings
 from worker.models import AgentResult, IterationRecord, StatusBlock
 from worker.modes import Mode
+from worker.sandbox_record import record_sandbox
 from worker.sources.fallback import failure_report, run_checks
 from worker.status import parse_status
 from worker.store import Store
@@ -106,4 +107,5 @@ def record_iteration(
     # The row is the record, less the steering (the supervisor adds it after the row is written).
     row = {name: value for name, value in asdict(record).items() if name != "steering"}
     store.add_iteration(run_id, seq, **{**row, "reason": record.reason[:500]})
+    record_sandbox(store, run_id, seq, agent.sandbox, agent.sandbox_refusals)
     return record

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names for mypy; worker.models loads this module at the first use
     from worker.models import AgentEvent, InfraFailure, Outcome, Task
+    from worker.sandbox import Sandbox
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class AgentRequest:
     stop: threading.Event | None = field(default=None, compare=False)
     # Told the agent's pid (= its process group) once it runs: recorded on the task's claim.
     on_start: Callable[[int], None] | None = field(default=None, compare=False)
+    # The box the agent runs in (worker/sandbox.py), set by the adapter the registry hands out.
+    sandbox: Sandbox | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -60,6 +63,8 @@ class AgentResult:
     stderr_tail: str = ""
     truncated: bool = False
     infra: InfraFailure | None = None  # set when the failure was not the task's
+    sandbox: str | None = None  # the runtime the agent ran in (srt, bwrap), None: unboxed
+    sandbox_refusals: list[str] = field(default_factory=list)  # what the box refused, as seen
 
 
 @dataclass

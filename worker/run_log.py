@@ -11,6 +11,7 @@ from typing import Any
 from worker.config import Settings
 from worker.errors import UsageError
 from worker.progress import events_after, last_event_id, progress_of, tools_of
+from worker.sandbox_record import sandboxes_of
 from worker.store import Store
 
 
@@ -140,10 +141,12 @@ def run_detail(settings: Settings, run: int | str) -> dict[str, Any]:
         found = _find_run(store, run)
         run_id = found[0]["id"]
         tools = tools_of(store, run_id)
+        boxes = sandboxes_of(store, run_id)
         iterations = []
         for it in store.iterations_of(run_id):
             extra = tools.get(it["seq"], {"tools": {}, "files": []})
-            iterations.append({**it, **extra})
+            runtime, refused = boxes.get(it["seq"], (None, []))
+            iterations.append({**it, **extra, "sandbox": runtime, "sandbox_refused": refused})
         described = describe(store, found)[0]
     return {"run": described, "iterations": iterations}
 

@@ -92,6 +92,7 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     from worker.agents.registry import adapter_for, permission_args
     from worker.iteration import budget_left, task_cost_cap
     from worker.results import AgentRequest
+    from worker.sandbox import for_task
 
     request = AgentRequest(
         prompt="",
@@ -103,7 +104,8 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
     )
     report.task_id, report.source = decision.task.id, decision.source
     report.modes, report.mode_reason = [mode_id], mode_reason
-    report.command = adapter_for(settings, mode).command(request)
+    boxed = for_task(settings, decision.task.source)  # GitHub's tasks get untrusted_mode
+    report.command = adapter_for(boxed, mode).command(request)
     if decision.task.source == "fallback":
         report.reason, problem = _maintenance_preview(settings, decision.task.ref)
         report.notes += problem
@@ -300,7 +302,8 @@ def _decide_and_claim(
     while True:
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
         if decision.task is not None:
-            _preflight(settings, store, run_id, modes.get(_pick_mode(decision, options, modes)[0]))
+            mode = modes.get(_pick_mode(decision, options, modes)[0])
+            _preflight(settings, store, run_id, mode, decision.task.source)
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             return decision, excluded
         excluded.add(decision.task.id)
@@ -340,12 +343,13 @@ def _finish_task(
     )
 
 
-def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode) -> None:
-    """Before any claim: the agent that would start can start, else no task is touched (and
-    `worker why` says what to fix)."""
+def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode, source: str) -> None:
+    """Before any claim: the agent that would start can start (in the box the task's source
+    asks for), else no task is touched (and `worker why` says what to fix)."""
     from worker.agents.infra import preflight  # only with a task to take
+    from worker.sandbox import for_task
 
-    failure = preflight(settings, mode)
+    failure = preflight(for_task(settings, source), mode)
     if failure is None:
         return
     message = f"{failure.message}. No task was taken."

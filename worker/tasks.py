@@ -18,6 +18,7 @@ from worker.orphans import start_time
 from worker.progress import Tracker, review_step
 from worker.review.hooks import TaskSections, after_task, task_sections
 from worker.run_report import RunOptions
+from worker.sandbox import for_task
 from worker.scheduling import Decision
 from worker.sources.base import TaskSource
 from worker.sources.fallback import (
@@ -51,6 +52,7 @@ def execute(
 ) -> TaskResult:
     task = decision.task
     assert task is not None
+    settings = for_task(settings, task.source)  # GitHub's tasks: never unboxed by choice
     source = sources.get(task.source)
     start = StartPoint(mode=mode_id)
     wait_path: Path | None = None

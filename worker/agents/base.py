@@ -8,6 +8,7 @@ from typing import Protocol
 from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult
 from worker.proc import LineHandler, ProcResult, run_process
+from worker.sandbox import launch
 
 # Called for every normalised event while the agent runs; a returned string stops the agent
 # (the whole process group) with that reason. This is where the supervisor listens.
@@ -41,18 +42,41 @@ def run_streaming(
     """Run a streaming agent CLI for one request: the prompt on stdin, each line to `on_line`
     (and each stderr line to `on_stderr`), the request's timeout, log, stop event and start
     callback."""
-    return run_process(
+    return launch_agent(
+        request,
         argv,
-        cwd=request.cwd,
-        timeout_s=request.timeout_s,
         stdin_text=request.prompt,
-        log_path=request.log_path,
         on_line=on_line,
         cap_bytes=cap_bytes,
-        stop=request.stop,
-        on_start=request.on_start,
         on_stderr=on_stderr,
     )
+
+
+def launch_agent(
+    request: AgentRequest,
+    argv: list[str],
+    *,
+    stdin_text: str | None,
+    on_line: LineHandler,
+    cap_bytes: int,
+    on_stderr: LineHandler | None = None,
+) -> ProcResult:
+    """The one place an agent CLI starts: `argv` in the request's sandbox when it has one
+    (worker/sandbox.py), through the process chokepoint."""
+    with launch(request, argv) as (command, env):
+        return run_process(
+            command,
+            cwd=request.cwd,
+            timeout_s=request.timeout_s,
+            stdin_text=stdin_text,
+            env=env,
+            log_path=request.log_path,
+            on_line=on_line,
+            cap_bytes=cap_bytes,
+            stop=request.stop,
+            on_start=request.on_start,
+            on_stderr=on_stderr,
+        )
 
 
 def with_process(result: AgentResult, proc: ProcResult) -> AgentResult:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from worker.agents.base import EventHandler
+from worker.agents.base import EventHandler, launch_agent
 from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
-from worker.proc import run_process
 
 PROMPT_FILE_PLACEHOLDER = "{prompt_file}"
 MODEL_PLACEHOLDER = "{model}"
@@ -51,16 +50,12 @@ class CommandAdapter:
                 events.append(event)
                 return on_event(event) if on_event is not None else None
 
-            proc = run_process(
+            proc = launch_agent(
+                request,
                 self.command(request, prompt_file),
-                cwd=request.cwd,
-                timeout_s=request.timeout_s,
                 stdin_text=None if uses_file else request.prompt,
-                log_path=request.log_path,
                 on_line=feed,
                 cap_bytes=self.cap_bytes,
-                stop=request.stop,
-                on_start=request.on_start,
             )
         return AgentResult(
             exit_code=proc.exit_code,

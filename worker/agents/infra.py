@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from worker.agents.registry import adapter_for
+from worker.agents.sandboxed import sandbox_problem
 from worker.config import Settings
 from worker.models import AgentRequest, InfraFailure, InfraKind
 from worker.modes import Mode
@@ -55,11 +56,16 @@ def missing_binary(agent: str, executable: str, detail: str = "") -> InfraFailur
 
 def executable_of(settings: Settings, mode: Mode) -> str:
     request = AgentRequest(prompt="", model=mode.model, cwd=settings.workspace, timeout_s=1.0)
-    return adapter_for(settings, mode).command(request)[0]
+    adapter = adapter_for(settings, mode)
+    return getattr(adapter, "inner", adapter).command(request)[0]  # the agent's, not srt
 
 
 def preflight(settings: Settings, mode: Mode) -> InfraFailure | None:
-    """The mode's agent can start: its executable resolves and is executable."""
+    """The mode's agent can start: the sandbox `[sandbox]` requires is there, and its
+    executable resolves and is executable."""
+    boxless = sandbox_problem(settings)
+    if boxless is not None:
+        return InfraFailure(InfraKind.MISSING_BINARY, boxless, setting="sandbox.mode")
     executable = executable_of(settings, mode)
     if executable_problem(executable) is None:
         return None

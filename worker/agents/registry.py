@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from worker.agents.sandboxed import sandboxed
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.modes import Mode, permission_args
@@ -38,9 +39,11 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     module = importlib.import_module(f"worker.agents.{module_name}")
     adapter: Callable[..., AgentAdapter] = getattr(module, class_name)
     if mode.agent == "command":
-        return adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
-    executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
-    return adapter(executable, cap_bytes=settings.output_cap_bytes)
+        made = adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
+    else:
+        executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
+        made = adapter(executable, cap_bytes=settings.output_cap_bytes)
+    return sandboxed(settings, mode, made)
 
 
 def resumes_sessions(settings: Settings, mode: Mode) -> bool:

@@ -43,10 +43,13 @@ def _render(data: dict[str, Any]) -> None:
             f"  #{it['seq']} {it['mode']} ({it['model']}) iteration {it['iteration']}:"
             f" {it['duration_s']:.1f} s, ${it['cost_usd']:.4f},"
             f" {it['input_tokens'] + it['output_tokens']:,} tokens"
+            + (f", sandboxed ({it['sandbox']})" if it.get("sandbox") else ", not sandboxed")
         )
         ui.line(f"    {status}")
         ui.line(f"    tools: {tools}")
         ui.line(f"    files written: {', '.join(it['files']) or 'none'}")
+        for line in it.get("sandbox_refused") or []:
+            ui.line(f"    sandbox refused: {line}")
 
 
 def register(app: typer.Typer) -> None:
