@@ -15,6 +15,10 @@ from worker.config import Settings
 from worker.errors import ConfigError
 from worker.modes import Mode, permission_args
 
+from worker.lazyimport import lazy
+
+_base = lazy("worker.agents.base")  # Masked, loaded with the adapter (it brings the process layer)
+
 if TYPE_CHECKING:
     from worker.agents.base import AgentAdapter
 
@@ -38,9 +42,12 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     module = importlib.import_module(f"worker.agents.{module_name}")
     adapter: Callable[..., AgentAdapter] = getattr(module, class_name)
     if mode.agent == "command":
-        return adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
-    executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
-    return adapter(executable, cap_bytes=settings.output_cap_bytes)
+        inner = adapter(list(mode.command or []), cap_bytes=settings.output_cap_bytes)
+    else:
+        executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
+        inner = adapter(executable, cap_bytes=settings.output_cap_bytes)
+    masked: AgentAdapter = _base.Masked(inner)  # the door where the agent's words are masked
+    return masked
 
 
 __all__ = ["adapter_for", "permission_args"]
