@@ -143,6 +143,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.sources.inbox_index",
             "worker.sources.message",
             "worker.known_tasks",
+            "worker.dead_runs",
         ),
     ),
     Layer(

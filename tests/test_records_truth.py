@@ -4,13 +4,17 @@ where its words enter worker, found nowhere afterwards."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from worker.cli.app import app
 from worker.config import load_settings
+from worker.store import Store
 
 from .conftest import FakeAgent, write_message
 
@@ -27,6 +31,11 @@ def _cli(ws: Path, *args: str) -> str:
     result = CliRunner().invoke(app, [*args, "--workspace", str(ws)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.output
+
+
+def _runs(ws: Path) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = json.loads(_cli(ws, "log", "--json"))["runs"]
+    return runs
 
 
 def _leaks(text: str) -> list[str]:
@@ -91,3 +100,97 @@ def test_secrets_the_agent_repeats_reach_no_file_row_or_output(
     state = load_settings(workspace).state
     assert _files_with_secrets(state) == []
     assert _files_with_secrets(workspace) == []
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                           capture_output=True, text=True)  # fmt: skip
+    return int(child.stdout)
+
+
+def _claude_log(path: Path, text: str, cost: float) -> None:
+    """An iteration's output log as Claude Code's stream-json leaves it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {"type": "system", "subtype": "init", "session_id": "s-dead", "model": "m"},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]},
+         "session_id": "s-dead"},
+        {"type": "result", "subtype": "success", "is_error": False, "result": text,
+         "total_cost_usd": cost, "num_turns": 1, "session_id": "s-dead",
+         "usage": {"input_tokens": 10, "output_tokens": 5}},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_a_run_killed_mid_task_is_closed_as_died_and_its_paid_call_counted(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """A run killed after its agent answered but before the iteration was recorded: `log`
+    says `died` at once (not `running`, as `status` shows nothing running), and the next run
+    closes the record (when and by which run it was noticed) and counts the call's cost,
+    read back from the iteration's output log, in `costs`."""
+    settings = load_settings(workspace)
+    settings.state.mkdir(parents=True, exist_ok=True)
+    with Store(settings.db_path) as store:
+        dead = store.start_run(settings.machine_id, _dead_pid())
+        store.record_decision(
+            dead, machine_id=settings.machine_id, task_id="t-dead", source="inbox",
+            mode="code-simple", reason_codes=["NEW_TASK"], candidates={}, latency_ms=1.0,
+        )  # fmt: skip
+    _claude_log(
+        settings.logs / f"run-{dead}" / "iteration-1.jsonl",
+        "done\n=== AGENT STATUS ===\nSTATUS: success\nREASON: all good\n===================",
+        0.42,
+    )
+    (before,) = [r for r in _runs(workspace) if r["run"] == dead]
+    assert before["outcome"] == "died" and "gone" in before["reason"]
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "idle"
+    (after,) = [r for r in _runs(workspace) if r["run"] == dead]
+    assert after["outcome"] == "died" and after["task"] == "t-dead"
+    assert "RUN_DIED" in after["outcome_codes"]
+    assert f"was gone when run {dead + 1} looked at" in after["reason"]
+    assert after["cost_usd"] == pytest.approx(0.42) and after["iterations"] == 1
+    costs = json.loads(_cli(workspace, "costs", "--json"))
+    assert sum(row["usd"] for row in costs["tasks"]) == pytest.approx(0.42)
+    with Store(settings.db_path) as store:
+        (still_open,) = store.db.execute("SELECT COUNT(*) FROM runs WHERE ended_at IS NULL")
+    assert still_open[0] == 0
+
+
+_DIE_AFTER_REPORT = """
+import os, sys
+import worker.tasks as tasks
+from worker.config import load_settings
+from worker.store import Store
+from worker.runner import run_once
+report = tasks._report
+def report_then_die(*args, **kwargs):
+    report(*args, **kwargs)
+    os._exit(137)  # killed after the reply and the move to done/, before the run's record
+tasks._report = report_then_die
+from pathlib import Path
+run_once(load_settings(Path(sys.argv[1])))
+"""
+
+
+def test_a_task_completed_by_a_run_killed_before_its_record_is_on_record_as_success(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """The run dies right after it replied and moved the message to `done/`: the next run
+    closes its record as the task's success (RUN_DIED_AFTER_RESULT), with its cost, so that
+    `worker log` and `worker costs` agree with the inbox."""
+    fake_claude.answers({"status": "success", "reason": "all done", "cost": 0.25})
+    write_message(workspace, "finished")
+    died = subprocess.run(
+        [sys.executable, "-c", _DIE_AFTER_REPORT, str(workspace)], check=False, timeout=120
+    )
+    assert died.returncode == 137
+    assert (workspace / "inbox" / "done" / "finished.json").exists()
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "idle"
+    rows = [r for r in _runs(workspace) if r["task"] == "finished"]
+    assert [r["outcome"] for r in rows] == ["success"]
+    assert "RUN_DIED_AFTER_RESULT" in rows[0]["outcome_codes"]
+    assert rows[0]["cost_usd"] == pytest.approx(0.25)
+    costs = json.loads(_cli(workspace, "costs", "--json"))
+    assert sum(row["usd"] for row in costs["tasks"]) == pytest.approx(0.25)

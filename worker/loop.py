@@ -19,6 +19,7 @@ from worker.agents.infra import missing_binary
 from worker.agents.registry import adapter_for, permission_args
 from worker.config import Settings
 from worker.costs import DAILY_BUDGET_REACHED, daily_cap_reached, save_budget_wait
+from worker.errors import WorkerError
 from worker.infra import infra_end
 from worker.iteration import (
     budget_left,
@@ -358,12 +359,7 @@ class _TaskRun:
                 Outcome.SUCCESS, status.reason or "the agent reported success", "AGENT_SUCCESS"
             )
         if state == "wait":
-            point = self.wait_point(agent.final_text)
-            self.result.wait_state, codes = save_agent_wait(self.settings, point, status)
-            self.result.reason_codes += codes
-            return self.finish(
-                Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
-            )
+            return self.agent_wait(agent, status)
         escalate_code = escalation_code(state, emergency, self.iteration, self.limit)
         if time.monotonic() - self.started >= self.settings.task_wall_clock_s:
             return self.finish(
@@ -375,6 +371,26 @@ class _TaskRun:
                 self.result.reason_codes.append(status.reason_code or "NO_STATUS_BLOCK")
             return None
         return self.escalate(status, escalate_code, emergency)
+
+    def agent_wait(self, agent: AgentResult, status: StatusBlock) -> TaskResult:
+        """The agent asked to wait: its wait state saved. A wait that cannot be saved (its
+        folder unwritable, the disk full) ends the task as a failure that says what failed: the
+        work stays, and no later run pays the agent again for the same wait."""
+        point = self.wait_point(agent.final_text)
+        try:
+            self.result.wait_state, codes = save_agent_wait(self.settings, point, status)
+        except (OSError, WorkerError) as exc:
+            asked = status.wait_for or status.reason or "a wait"
+            return self.finish(
+                Outcome.FAILURE,
+                f"the agent asked to wait ({asked[:200]}), but its wait state could not be"
+                f" saved in {self.settings.wait_states}: {exc}",
+                "WAIT_NOT_SAVED",
+            )
+        self.result.reason_codes += codes
+        return self.finish(
+            Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
+        )
 
     def stopped(self, agent: AgentResult, emergency: str | None) -> TaskResult | None:
         """A stop request ends the task; a supervisor's emergency ends it at the top mode."""
