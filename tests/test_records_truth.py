@@ -194,3 +194,30 @@ def test_a_task_completed_by_a_run_killed_before_its_record_is_on_record_as_succ
     assert rows[0]["cost_usd"] == pytest.approx(0.25)
     costs = json.loads(_cli(workspace, "costs", "--json"))
     assert sum(row["usd"] for row in costs["tasks"]) == pytest.approx(0.25)
+
+
+@pytest.mark.usefixtures("only_the_task")
+@pytest.mark.parametrize("action", ["cancle", "explode", None, ""])
+def test_a_control_message_with_a_bad_action_is_set_aside_not_run(
+    workspace: Path, fake_claude: FakeAgent, action: str | None
+) -> None:
+    """`"kind": "control"` with an action worker does not know (a typo, nonsense, none):
+    moved to `rejected/` with its reason (the action named, the valid ones listed), its
+    sender told so, and no agent paid to work on it."""
+    write_message(workspace, "queued", subject="the real task")
+    fields = {"kind": "control", "task": "queued", "subject": "cancel order"}
+    if action is not None:
+        fields["action"] = action
+    write_message(workspace, "order", **fields)
+    forced = CliRunner().invoke(app, ["run", "--task-id", "order", "--workspace", str(workspace)])
+    assert "no such task" in str(forced.exception)  # a usage error (exit 2), not a task
+    assert fake_claude.task_calls == []
+    rejected = workspace / "inbox" / "rejected"
+    reason = (rejected / "order.json.reason.txt").read_text()
+    assert "stop, cancel, pause, resume" in reason
+    assert (repr(action) if action else "without an action") in reason
+    reply = json.loads((workspace / "inbox" / "outbox" / "order-rejected-reply.json").read_text())
+    assert reply["to"] == "alice" and "set aside" in reply["body"] and "cancel" in reply["body"]
+    # The next run takes the real task, never the order.
+    json.loads(_cli(workspace, "run", "--json"))
+    assert [call["stdin"].count("the real task") > 0 for call in fake_claude.task_calls] == [True]
