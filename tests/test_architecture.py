@@ -194,6 +194,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.daemon.settings",
             "worker.errors",
             "worker.fleet.settings",
+            "worker.folders",
             "worker.models",
             "worker.notify.settings",
             "worker.results",

@@ -4,6 +4,8 @@ where its words enter worker, found nowhere afterwards."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +16,10 @@ from typer.testing import CliRunner
 
 from worker.cli.app import app
 from worker.config import load_settings
+from worker.errors import ConfigError
 from worker.store import Store
 
-from .conftest import FakeAgent, write_message
+from .conftest import FakeAgent, aged, needs_posix, run_worker, write_message
 
 # Values of the kind an agent may read anywhere and repeat: not token-shaped on purpose, so only
 # the values themselves (from the environment) can hide them.
@@ -221,3 +224,158 @@ def test_a_control_message_with_a_bad_action_is_set_aside_not_run(
     # The next run takes the real task, never the order.
     json.loads(_cli(workspace, "run", "--json"))
     assert [call["stdin"].count("the real task") > 0 for call in fake_claude.task_calls] == [True]
+
+
+# -- settings checked before any agent is paid ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "words"),
+    [
+        ("task_wall_clock_s = 1e999", "task_wall_clock_s", "finite"),
+        ("iteration_timeout_s = inf", "iteration_timeout_s", "finite"),
+        ("task_wall_clock_s = 1e300", "task_wall_clock_s", "at most"),
+        ("task_cost_cap_usd = 1e12", "task_cost_cap_usd", "at most"),
+        ("[fallback]\ninterval_hours = nan", "fallback.interval_hours", "finite"),
+        ("[daemon]\ninterval_s = inf", "daemon.interval_s", "finite"),
+        ("[waits]\nexpiry_days = 1e999", "waits.expiry_days", "finite"),
+        ('machine_id = "box\\nother"', "machine_id", "control characters"),
+        ('machine_id = "box\\u2028"', "machine_id", "control characters"),
+    ],
+)
+def test_a_setting_out_of_its_range_is_refused_naming_the_key(
+    workspace: Path, toml: str, key: str, words: str
+) -> None:
+    (workspace / "worker.toml").write_text(toml + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"{re.escape(key)}: .*{words}"):
+        load_settings(workspace, env={})  # not the tests' WORKER_MACHINE_ID
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("state_dir", "a-file"),
+        ("state_dir", "a-file/below"),
+        ("wait_states_dir", "a-file"),
+        ("inbox_dir", "a-file"),
+    ],
+)
+def test_a_folder_setting_that_is_a_file_is_refused_before_any_agent_runs(
+    workspace: Path, fake_claude: FakeAgent, key: str, value: str
+) -> None:
+    """A path that must be a folder but is a file (or lies under one), from worker.toml or
+    the environment: exit 78 naming the key, for `run` and the read-only commands alike, and
+    no agent called."""
+    outside = workspace.parent / "outside"
+    outside.mkdir()
+    (outside / "a-file").write_text("not a folder")
+    write_message(workspace, "task")
+    env_name = "WORKER_INBOX" if key == "inbox_dir" else "WORKER_" + key.upper()
+    if key != "inbox_dir":  # the tests' WORKER_INBOX would win over worker.toml
+        (workspace / "worker.toml").write_text(f'{key} = "{(outside / value).as_posix()}"\n')
+        for args in (("run",), ("status",), ("log",)):
+            done = run_worker(workspace, *args)
+            assert done.returncode == 78, (args, done.stderr)
+            assert f"{key}: " in done.stderr and "Traceback" not in done.stderr
+        (workspace / "worker.toml").unlink()
+    for args in (("run",), ("status",)):
+        done = run_worker(workspace, *args, env={env_name: str(outside / value)})
+        assert done.returncode == 78 and f"{key}: " in done.stderr, (args, done.stderr)
+    assert fake_claude.task_calls == []
+
+
+def test_a_folder_that_cannot_be_made_is_refused_naming_its_key(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """`make_folders` before the run: a wait-state folder whose parent cannot be written is
+    exit 78 naming `wait_states_dir`, before the agent is paid."""
+    locked = workspace.parent / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root writes anywhere
+            pytest.skip("this user can write a read-only folder")
+        (workspace / "worker.toml").write_text(f'wait_states_dir = "{locked.as_posix()}/w"\n')
+        write_message(workspace, "task")
+        done = run_worker(workspace, "run")
+        assert done.returncode == 78 and "wait_states_dir: cannot make the folder" in done.stderr
+        assert fake_claude.task_calls == []
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.usefixtures("only_the_task")
+def test_a_wait_that_cannot_be_saved_keeps_the_result_and_says_what_failed(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent asks to wait and the wait state cannot be written (the disk full): the task
+    ends as a failure that says so (not `error`, not a claim kept for the next run to pay the
+    agent again)."""
+    import worker.waits.record
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(worker.waits.record, "atomic_write_text", full)
+    fake_claude.answers({"status": "wait", "reason": "need a human", "wait_for": "approval",
+                         "resume_when": "user_approval"})  # fmt: skip
+    write_message(workspace, "wants-wait")
+    report = json.loads(_cli(workspace, "run", "--json"))
+    assert report["outcome"] == "failure" and "WAIT_NOT_SAVED" in report["reason_codes"]
+    assert "No space left on device" in report["reason"]
+    assert (workspace / "inbox" / "done" / "wants-wait.json").exists()
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "idle"
+    assert len(fake_claude.task_calls) == 1
+
+
+def test_a_modes_file_nested_too_deep_is_refused_naming_it(workspace: Path) -> None:
+    (workspace / "modes").mkdir()
+    path = workspace / "modes" / "modes.json"
+    path.write_text('{"modes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    done = run_worker(workspace, "run")
+    assert done.returncode == 78 and str(path) in done.stderr and "nested too deep" in done.stderr
+
+
+@pytest.mark.parametrize("value", [42, -1, True, "superurgent", 3.5])
+def test_a_message_with_an_unknown_priority_is_set_aside_with_the_reason(
+    workspace: Path, fake_claude: FakeAgent, value: object
+) -> None:
+    aged(write_message(workspace, "odd-priority", priority=value))  # settled, not being written
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "idle"
+    reason = (workspace / "inbox" / "rejected" / "odd-priority.json.reason.txt").read_text()
+    assert "no priority" in reason and "urgent" in reason
+    assert fake_claude.task_calls == []
+
+
+# -- odd entries in the inbox ----------------------------------------------------------------
+
+
+@needs_posix("named pipes and symbolic links")
+@pytest.mark.usefixtures("only_the_task")
+def test_odd_inbox_entries_are_listed_and_never_block_a_run(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """A named pipe (which would block a read forever), a folder named like a message and a
+    link to nothing: `queue` and `status` say what each is, the run takes the real message,
+    and the entries stay where they are."""
+    inbox = workspace / "inbox"
+    write_message(workspace, "real")
+    os.mkfifo(inbox / "pipe.json")
+    (inbox / "folder.json").mkdir()
+    (inbox / "dangling.json").symlink_to(inbox / "gone.json")
+    queue = _cli(workspace, "queue")
+    status = _cli(workspace, "status")
+    status_json = json.loads(_cli(workspace, "status", "--json"))
+    for name, what in (
+        ("pipe.json", "named pipe"),
+        ("folder.json", "a folder"),
+        ("dangling.json", "symbolic link to nothing"),
+    ):
+        assert name in queue and what in queue
+        assert f"{name}: not a message file: " in status and what in status
+        assert any(o["name"] == name and what in o["what"] for o in status_json["inbox_odd"])
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "success"
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "idle"
+    assert (inbox / "done" / "real.json").exists()
+    assert (inbox / "pipe.json").exists() and (inbox / "folder.json").is_dir()
+    assert (inbox / "dangling.json").is_symlink()

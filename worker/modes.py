@@ -151,6 +151,8 @@ def load_modes(path: Path | None) -> ModeSet:
         parsed = ModesFile.model_validate(json.loads(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except RecursionError:  # `[[[[...` thousands deep: Python's stack, not a modes file
+        raise ConfigError(f"{source}: not a modes file: JSON nested too deep") from None
     except ValidationError as exc:
         details = describe_validation(exc, limit=20)
         raise ConfigError(f"{source}: invalid modes: {details}") from exc

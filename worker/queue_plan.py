@@ -94,4 +94,5 @@ _SKIPPED = {
     "MESSAGE_REJECTED": "the message cannot be read",
     "MESSAGE_INCOMPLETE": "the message is still being written (read again by a later run)",
     "MESSAGE_NOT_UNREAD": "its status is not `unread`",
+    "NOT_A_MESSAGE_FILE": "no regular file (left where it is)",
 }

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.fleet import fleet_session
+from worker.folders import make_folders
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
 from worker.models import Outcome
@@ -57,6 +58,8 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         return _dry_run(settings, options, modes)
     # Here, not at the top: a dry run records, prunes and notifies nothing.
     from worker import retention
+
+    make_folders(settings)  # a folder that cannot be made: exit 78 naming its key, no task taken
 
     if options.use_worktree:
         from worker.workspace_git import ensure_repo

@@ -81,6 +81,9 @@ class InboxSource:
         store = None if self.dry_run else self.store  # the read's index, not in a dry run
         for entry in addressed_messages(self.root, self.settings.machine_id, store):
             message, path = entry.message, entry.path
+            if message is None and entry.odd:  # a pipe, a link to nothing: listed, left alone
+                listing.skipped.append(Skipped(path.name, "NOT_A_MESSAGE_FILE", entry.error or ""))
+                continue
             if message is None:
                 if _being_written(path):  # its writer may not be done: a later run reads it
                     why = f"{entry.error or 'unreadable'}; written in the last {_SETTLE_S:.0f} s"
