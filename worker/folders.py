@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.errors import ConfigError
+from worker.statedir import migrate_legacy
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -40,7 +41,9 @@ def check_folders(settings: Settings) -> None:
 
 def make_folders(settings: Settings) -> None:
     """Make the folders a run writes; the inbox only when it is worker's own (one set by
-    `inbox_dir` that does not exist is reported by the inbox source instead)."""
+    `inbox_dir` that does not exist is reported by the inbox source instead). A workspace's
+    old `.worker/` folder is moved into place first, as the workspace lock would."""
+    migrate_legacy(settings.workspace, settings.state)
     for key, path in folders(settings):
         if key == "inbox_dir":
             continue
