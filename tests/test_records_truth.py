@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -379,3 +380,26 @@ def test_odd_inbox_entries_are_listed_and_never_block_a_run(
     assert (inbox / "done" / "real.json").exists()
     assert (inbox / "pipe.json").exists() and (inbox / "folder.json").is_dir()
     assert (inbox / "dangling.json").is_symlink()
+
+
+@pytest.mark.usefixtures("only_the_task")
+def test_an_unexpected_failure_after_the_agent_ran_keeps_its_work_and_says_what_failed(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """worker fails after the agent was paid (its iteration cannot be recorded): the task
+    ends as a failure naming the error (never `error`, never a claim left for the next run to
+    pay the agent again), and the run's record says the same."""
+    import worker.loop
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(worker.loop, "record_iteration", broken)
+    write_message(workspace, "paid")
+    report = json.loads(_cli(workspace, "run", "--json"))
+    assert report["outcome"] == "failure" and "WORKER_FAILED_AFTER_AGENT" in report["reason_codes"]
+    assert "disk I/O error" in report["reason"]
+    assert json.loads(_cli(workspace, "run", "--json"))["outcome"] == "idle"
+    assert len(fake_claude.task_calls) == 1
+    (row,) = [r for r in _runs(workspace) if r["task"] == "paid"]
+    assert row["outcome"] == "failure" and "disk I/O error" in row["reason"]

@@ -8,6 +8,7 @@ mode with the count starting over; `wait` saves a wait state. Caps: wall clock a
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,8 @@ from worker.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
 from worker.workspace_git import changed_files, diff_digest, save_diff
+
+log = logging.getLogger(__name__)
 
 # The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3) means
 # the agent, not the task, is broken.
@@ -109,8 +112,25 @@ class LoopContext:
 
 
 def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
-    """Drive `task` from `start` through its modes until it ends, waits or is stopped."""
-    return _TaskRun(ctx, task, start).run()
+    """Drive `task` from `start` through its modes until it ends, waits or is stopped.
+
+    An unexpected error once an agent has been paid in this run ends the task as a failure
+    that says what failed (WORKER_FAILED_AFTER_AGENT): the agent's work stays, and the task is
+    not taken again for the next run to pay the agent for the same failure. Before any call,
+    the error goes up and the claim's lease brings the task back."""
+    run = _TaskRun(ctx, task, start)
+    try:
+        return run.run()
+    except Exception as exc:
+        if not run.called:
+            raise
+        log.exception("task %s: worker failed after the agent ran", task.id)
+        what = f"{type(exc).__name__}: {exc}"[:500]
+        return run.finish(
+            Outcome.FAILURE,
+            f"worker failed after the agent ran ({what}); the agent's work is kept",
+            "WORKER_FAILED_AFTER_AGENT",
+        )
 
 
 class _TaskRun:
@@ -136,6 +156,7 @@ class _TaskRun:
         self.escalations = 0
         self.last_error, self.same_errors = "", 0
         self.seq = 0
+        self.called = False  # an agent was called (and paid) in this run
         if not self.result.modes or self.result.modes[-1] != self.mode.id:
             self.result.modes.append(self.mode.id)
 
@@ -254,6 +275,7 @@ class _TaskRun:
         ctx.progress.start(f"{label}: running")
         t0 = time.monotonic()
         agent = _run_agent(ctx, self.mode, request, label, t0)
+        self.called = True
         if agent.session_missing and self.session_id:
             # The CLI lost the session (claude-code issues): start fresh, same iteration.
             result.reason_codes.append("SESSION_MISSING_FRESH_START")
