@@ -337,6 +337,16 @@ def test_a_modes_file_nested_too_deep_is_refused_naming_it(workspace: Path) -> N
     assert done.returncode == 78 and str(path) in done.stderr and "nested too deep" in done.stderr
 
 
+def test_a_mode_id_with_a_control_character_is_refused_naming_the_file(workspace: Path) -> None:
+    (workspace / "modes").mkdir()
+    path = workspace / "modes" / "modes.json"
+    mode = {"id": "quick\nrm -rf", "model": "haiku", "maxIterations": 1, "default": True}
+    path.write_text(json.dumps({"modes": [mode]}))
+    done = run_worker(workspace, "run")
+    assert done.returncode == 78 and str(path) in done.stderr
+    assert "control characters" in done.stderr
+
+
 @pytest.mark.parametrize("value", [42, -1, True, "superurgent", 3.5])
 def test_a_message_with_an_unknown_priority_is_set_aside_with_the_reason(
     workspace: Path, fake_claude: FakeAgent, value: object
