@@ -253,6 +253,23 @@ def test_a_setting_out_of_its_range_is_refused_naming_the_key(
 
 
 @pytest.mark.parametrize(
+    ("env", "key"),
+    [
+        ({"WORKER_TASK_WALL_CLOCK_S": "1e999"}, "task_wall_clock_s"),
+        ({"WORKER_LEASE_SECONDS": "1" + "0" * 40}, "lease_seconds"),
+        ({"WORKER_MACHINE_ID": "a\tb"}, "machine_id"),
+        ({"WORKER_STATE_DIR": "/tmp/a\0b"}, "state_dir"),
+        ({"WORKER_WAIT_STATES_DIR": "w\0"}, "wait_states_dir"),
+    ],
+)
+def test_a_bad_value_from_the_environment_is_refused_naming_the_key(
+    workspace: Path, env: dict[str, str], key: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"{key}: "):
+        load_settings(workspace, env=env)
+
+
+@pytest.mark.parametrize(
     ("key", "value"),
     [
         ("state_dir", "a-file"),

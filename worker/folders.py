@@ -36,7 +36,8 @@ def check_folders(settings: Settings) -> None:
     for key, path in folders(settings):
         problem = _blocked(path)
         if problem is not None:
-            raise ConfigError(f"{key}: {path} cannot be a folder: {problem}{_WHERE}")
+            shown = str(path).replace("\0", "\\0")  # a NUL would end the line on a terminal
+            raise ConfigError(f"{key}: {shown} cannot be a folder: {problem}{_WHERE}")
 
 
 def make_folders(settings: Settings) -> None:
@@ -49,17 +50,21 @@ def make_folders(settings: Settings) -> None:
             continue
         try:
             path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                f"{key}: cannot make the folder {path}: {exc.strerror or exc}{_WHERE}"
-            ) from exc
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            raise ConfigError(f"{key}: cannot make the folder {path}: {_why(exc)}{_WHERE}") from exc
         if not path.is_dir():
             raise ConfigError(f"{key}: {path} is not a folder{_WHERE}")
+
+
+def _why(exc: Exception) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
 
 
 def _blocked(path: Path) -> str | None:
     """Why `path` cannot be a folder (it, or the nearest existing folder above it, is a
     file), or None."""
+    if "\0" in str(path):
+        return "the path holds a NUL character"
     for place in (path, *path.parents):
         try:
             is_dir = place.is_dir()
