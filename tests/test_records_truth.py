@@ -305,21 +305,17 @@ def test_a_folder_setting_that_is_a_file_is_refused_before_any_agent_runs(
 def test_a_folder_that_cannot_be_made_is_refused_naming_its_key(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:
-    """`make_folders` before the run: a wait-state folder whose parent cannot be written is
-    exit 78 naming `wait_states_dir`, before the agent is paid."""
-    locked = workspace.parent / "locked"
-    locked.mkdir()
-    locked.chmod(0o500)
-    try:
-        if os.access(locked, os.W_OK):  # root writes anywhere
-            pytest.skip("this user can write a read-only folder")
-        (workspace / "worker.toml").write_text(f'wait_states_dir = "{locked.as_posix()}/w"\n')
-        write_message(workspace, "task")
-        done = run_worker(workspace, "run")
-        assert done.returncode == 78 and "wait_states_dir: cannot make the folder" in done.stderr
-        assert fake_claude.task_calls == []
-    finally:
-        locked.chmod(0o700)
+    """`make_folders` before the run: a wait-state folder that cannot be made (under /proc,
+    where nobody, root included, makes folders) is exit 78 naming `wait_states_dir`, before
+    the agent is paid."""
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc")
+    (workspace / "worker.toml").write_text('wait_states_dir = "/proc/worker-no-such/w"\n')
+    write_message(workspace, "task")
+    done = run_worker(workspace, "run")
+    assert done.returncode == 78, done.stderr
+    assert "wait_states_dir: cannot make the folder" in done.stderr
+    assert fake_claude.task_calls == []
 
 
 @pytest.mark.usefixtures("only_the_task")
