@@ -181,3 +181,13 @@ def _running(pid: int, marks: Path) -> bool:
         return process.status() != psutil.STATUS_ZOMBIE and str(marks) in process.cmdline()
     except psutil.Error:
         return False
+
+
+def history_gaps(db: Path, ids: list[str]) -> tuple[list[int], list[str]]:
+    """The runs left without an end, and the tasks with no `success` run on record."""
+    with Store(db) as store:
+        still_open = [r[0] for r in store.db.execute("SELECT id FROM runs WHERE ended_at IS NULL")]
+        done = {
+            r[0] for r in store.db.execute("SELECT task_id FROM runs WHERE outcome = 'success'")
+        }
+    return still_open, [task for task in ids if task not in done]

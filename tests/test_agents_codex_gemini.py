@@ -227,7 +227,7 @@ def test_gemini_command_line_and_approval_mode(tmp_path: Path) -> None:
     assert args == ("--approval-mode", "yolo", "--include-directories", "docs")
     settings = load_settings(tmp_path)
     adapter = adapter_for(settings, mode)
-    assert isinstance(adapter, GeminiAdapter)
+    assert isinstance(adapter.inner, GeminiAdapter)  # behind the door that masks secrets
     # The session id a loop may still hold is ignored: a new session each time; the workspace
     # is trusted for the run.
     argv = adapter.command(agent_request(tmp_path, resume_session="s-1", extra_args=args))

@@ -143,6 +143,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.sources.inbox_index",
             "worker.sources.message",
             "worker.known_tasks",
+            "worker.dead_runs",
         ),
     ),
     Layer(
@@ -198,6 +199,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.daemon.settings",
             "worker.errors",
             "worker.fleet.settings",
+            "worker.folders",
             "worker.models",
             "worker.notify.settings",
             "worker.results",

@@ -24,6 +24,7 @@ from tests.chaos_kit import (
     drain,
     drop_messages,
     fork,
+    history_gaps,
     kill_at_random,
     make_workspace,
     settings_of,
@@ -111,3 +112,7 @@ def test_kill_9_at_random_points_then_recovery_with_a_short_lease(tmp_path: Path
     drain(settings)
     acc = account(ws / "inbox", tmp_path, ids, [settings.db_path])
     assert_exactly_once(acc, ids)
+    # The history tells the truth: no run left `running`, a success on record for every
+    # message done (the killed runs that finished their task included).
+    still_open, not_recorded = history_gaps(settings.db_path, ids)
+    assert still_open == [] and not_recorded == []

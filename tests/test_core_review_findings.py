@@ -168,7 +168,7 @@ def test_a_crash_before_the_task_starts_is_recorded_not_left_running(
         run(workspace)
     db = sqlite3.connect(state_of(workspace) / "worker.db")
     outcome, reason = db.execute("SELECT outcome, reason FROM runs").fetchone()
-    assert outcome == "error" and "read-only" in reason
+    assert outcome == "aborted" and "read-only" in reason
     # The message was not moved: the next run can take it.
     assert (workspace / "inbox" / "msg-early.json").exists()
     (state,) = db.execute("SELECT state FROM claims").fetchone()

@@ -409,7 +409,7 @@ def test_a_run_that_crashes_says_so_in_its_record(
         run(workspace)
     db = sqlite3.connect(state_of(workspace) / "worker.db")
     outcome, reason = db.execute("SELECT outcome, reason FROM runs").fetchone()
-    assert outcome == "error" and reason == "RuntimeError: disk on fire"
+    assert outcome == "aborted" and reason == "RuntimeError: disk on fire"
     # The claim holds (its lease brings the task back), the message is not lost.
     assert (workspace / "inbox" / "claimed" / "msg-crash.json").exists()
 

@@ -13,6 +13,7 @@ suite's 25 examples per input.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import tomllib
@@ -26,7 +27,7 @@ from tests.chaos_kit import drain, drop_messages, make_workspace, settings_of
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.integrity import status
-from worker.kernel.control import is_control_message
+from worker.kernel.control import is_control_message, unknown_order
 from worker.modes import load_modes
 from worker.sources.message import Message
 from worker.waits.service import list_waits
@@ -83,7 +84,10 @@ messages = st.one_of(
             "subject": maybe(st.text(max_size=40)),
             "body": maybe(st.text(max_size=80)),
             "status": maybe(st.sampled_from(["unread", "read"])),
-            "priority": maybe(st.sampled_from(["urgent", "low", 3, 99, -1])),
+            "priority": maybe(st.sampled_from(["urgent", "low", 3, 99, -1, "superurgent", True])),
+            "kind": st.sampled_from(["control", "note"]),
+            "action": maybe(st.sampled_from(["stop", "cancel", "cancle", "explode", ""])),
+            "task": maybe(st.just("good")),
             "created_at": dates,
             "thread_id": scalars,
             "in_reply_to": scalars,
@@ -130,23 +134,57 @@ def _ours_to_run(raw: bytes) -> bool:
     )
 
 
+def _odd_entry(inbox: Path, kind: str | None) -> Path | None:
+    """An inbox entry that is no message file: a named pipe, a folder, a link to nothing."""
+    path = inbox / "odd.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "dangling":
+        path.symlink_to(inbox / "nowhere.json")
+    return path if kind else None
+
+
 @needs_posix("the recording agent is an sh script")
 @FUZZ
-@given(raw=messages)
-def test_a_fuzzed_message_is_run_left_or_set_aside_and_the_good_one_runs(raw: bytes) -> None:
+@given(raw=messages, odd=st.sampled_from([None, "fifo", "folder", "dangling"]))
+def test_a_fuzzed_message_is_run_left_or_set_aside_and_the_good_one_runs(
+    raw: bytes, odd: str | None
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = make_workspace(Path(tmp), "fuzz")
         inbox = ws / "inbox"
         drop_messages(inbox, ["good"])
         (inbox / "zz-fuzzed.json").write_bytes(raw)
         aged(inbox / "zz-fuzzed.json")
+        entry = _odd_entry(inbox, odd)
         drain(settings_of(ws), max_runs=6)
         assert (inbox / "done" / "good.json").exists()
         assert not list((inbox / "claimed").glob("*")), "nothing stranded"
+        assert entry is None or os.path.lexists(entry), "an odd entry is left where it is"
         if (inbox / "rejected" / "zz-fuzzed.json").exists():
             assert (inbox / "rejected" / "zz-fuzzed.json.reason.txt").read_text().strip()
         elif (inbox / "zz-fuzzed.json").exists():
             assert not _ours_to_run(raw), "a message for us is run or set aside"
+        if _bad_order(raw):  # never run as a task: set aside, its sender told
+            assert (inbox / "rejected" / "zz-fuzzed.json").exists()
+            assert "valid actions" in (inbox / "rejected" / "zz-fuzzed.json.reason.txt").read_text()
+
+
+def _bad_order(raw: bytes) -> bool:
+    """A message for us marked as a control message whose action worker does not know."""
+    try:
+        message = Message.model_validate_json(raw)
+    except ValueError:
+        return False
+    return (
+        unknown_order(message) is not None
+        and message.to in ("fuzz", "all")
+        and message.status == "unread"
+        and not message.in_reply_to
+        and not (message.thread_id and message.thread_id != message.id)
+    )
 
 
 @needs_posix("the recording agent is an sh script")
@@ -199,6 +237,7 @@ mode_files = st.one_of(
 
 @FUZZ
 @given(raw=mode_files)
+@example(raw=b'{"modes": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")  # RecursionError before
 def test_a_fuzzed_modes_file_is_accepted_or_refused_with_a_config_error(raw: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "modes.json"
@@ -211,16 +250,32 @@ def test_a_fuzzed_modes_file_is_accepted_or_refused_with_a_config_error(raw: byt
         assert modes.modes and sum(m.default for m in modes.modes.values()) <= 1
 
 
+def _toml(value: Any) -> str:
+    """A TOML value: floats as TOML writes them (`inf`, `nan`, `1e+300`), the rest as JSON."""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)  # inf, -inf, 1e+300
+    return json.dumps(value)
+
+
+_TOP_KEYS = [
+    "machine_id", "lease_seconds", "inbox_dir", "typo", "task_cost_cap_usd",
+    "task_wall_clock_s", "iteration_timeout_s", "state_dir", "wait_states_dir",
+]  # fmt: skip
 toml_values = st.one_of(
-    st.integers(), st.booleans(), st.text(max_size=10), st.lists(st.text(max_size=5), max_size=2)
+    st.integers(),
+    st.booleans(),
+    st.text(max_size=10),
+    st.lists(st.text(max_size=5), max_size=2),
+    st.floats(),
+    st.sampled_from([1e999, 1e300, 0.5, "box\nother", "a\u2028b"]),
 )
 toml_files = st.one_of(
     st.text(max_size=80),
     st.dictionaries(
-        st.sampled_from(["machine_id", "lease_seconds", "inbox_dir", "typo", "task_cost_cap_usd"]),
+        st.sampled_from(_TOP_KEYS),
         toml_values,
         max_size=3,
-    ).map(lambda d: "\n".join(f"{k} = {json.dumps(v)}" for k, v in d.items())),
+    ).map(lambda d: "\n".join(f"{k} = {_toml(v)}" for k, v in d.items())),
     st.dictionaries(
         st.sampled_from(["runs_days", "logs_max_bytes", "enabled", "nope"]),
         toml_values,
@@ -232,6 +287,8 @@ toml_files = st.one_of(
 @FUZZ
 @given(text=toml_files)
 @example(text='inbox_dir = ""')  # the workspace itself: refused, naming the file that said so
+@example(text="task_wall_clock_s = 1e999")  # infinity, accepted before
+@example(text="a = " + "[" * 100_000)  # RecursionError before
 def test_a_fuzzed_worker_toml_is_accepted_or_refused_with_a_config_error(text: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "worker.toml").write_text(text, encoding="utf-8")
@@ -241,6 +298,8 @@ def test_a_fuzzed_worker_toml_is_accepted_or_refused_with_a_config_error(text: s
             assert "worker.toml" in str(exc)
             return
         assert loaded.retention.runs_days > 0 and loaded.lease_seconds > 0
+        numbers = (loaded.task_wall_clock_s, loaded.iteration_timeout_s, loaded.task_cost_cap_usd)
+        assert all(math.isfinite(n) for n in numbers) and loaded.machine_id.isprintable()
         try:
             tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:  # pragma: no cover - a parser disagreement

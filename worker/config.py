@@ -9,6 +9,7 @@ ignored setting; a `WORKER_*` variable that is no setting is a warning that name
 # the kernel's and domain types: with it every annotation is a string that pydantic (and
 # NamedTuple) compile and `eval` as each class is built, about 2 ms of every command's start.
 
+import math
 import os
 import socket
 from collections.abc import Mapping
@@ -24,10 +25,12 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from worker.config_load import ConfigProblem, Keys, Loader
 from worker.errors import ConfigError
+from worker.folders import check_folders
 from worker.sources.github.settings import GitHubSettings
 from worker.statedir import default_state_dir, location_problem
 from worker.waits.settings import WaitSettings
@@ -44,10 +47,25 @@ if TYPE_CHECKING:
 CONFIG_FILE = "worker.toml"
 
 
+# Upper bounds of durations and amounts: beyond them a value is a typo (or `1e999`, read as
+# infinity), and a wait that long overflows the clocks it is handed to (`threading.TIMEOUT_MAX`).
+MAX_DURATION_S = 366 * 24 * 3600.0
+MAX_COST_USD = 1_000_000.0
+
+
+def within(value: float, limit: float, unit: str) -> float:
+    """`value`, when it is a finite number no greater than `limit`."""
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    if value > limit:
+        raise ValueError(f"must be at most {limit:g} {unit}")
+    return value
+
+
 class FallbackSettings(BaseModel):
     """The daily maintenance task: build and test the workspace, repair only what fails."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see Settings
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # see Settings
 
     enabled: bool = True
     build: list[str] | None = None  # shell commands; None = detect from the project type
@@ -55,6 +73,16 @@ class FallbackSettings(BaseModel):
     interval_hours: PositiveFloat = 24.0
     command_timeout_s: PositiveFloat = 1800.0
     mode: str = "code-simple"
+
+    @field_validator("interval_hours")
+    @classmethod
+    def _sane_interval(cls, value: float) -> float:
+        return within(value, MAX_DURATION_S / 3600, "hours (one year)")
+
+    @field_validator("command_timeout_s")
+    @classmethod
+    def _sane_timeout(cls, value: float) -> float:
+        return within(value, MAX_DURATION_S, "seconds (one year)")
 
 
 _S = TypeVar("_S", bound=BaseModel)
@@ -84,7 +112,7 @@ class _Section(Generic[_S]):
 class Settings(BaseModel):
     """The whole configuration of one workspace."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # `1e999` is no setting
 
     workspace: Path
     machine_id: str = Field(default_factory=socket.gethostname, min_length=1)
@@ -132,6 +160,8 @@ class Settings(BaseModel):
     def _safe_machine_id(cls, value: str) -> str:
         if any(ch in value for ch in "/\\\0") or value in {".", ".."}:
             raise ValueError("must not contain path separators")
+        if not value.isprintable():  # it names files and reaches replies, logs and prompts
+            raise ValueError("must not contain control characters (newlines, tabs)")
         return value
 
     @property
@@ -139,6 +169,21 @@ class Settings(BaseModel):
         """What the load found: unknown variables (warnings), and with `lenient` the keys left
         out. Empty when the settings are as given."""
         return self._problems
+
+    @field_validator("lease_seconds", "iteration_timeout_s", "task_wall_clock_s")
+    @classmethod
+    def _sane_duration(cls, value: float) -> float:
+        return within(value, MAX_DURATION_S, "seconds (one year)")
+
+    @field_validator("task_cost_cap_usd", "daily_cost_cap_usd")
+    @classmethod
+    def _sane_cost(cls, value: float | None) -> float | None:
+        return value if value is None else within(value, MAX_COST_USD, "USD")
+
+    @model_validator(mode="after")
+    def _folders(self) -> "Settings":
+        check_folders(self)  # ConfigError naming the key: a file where a folder must be
+        return self
 
     # Resolved folders: one state root, everything else relative to the workspace.
     @property

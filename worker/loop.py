@@ -8,6 +8,7 @@ mode with the count starting over; `wait` saves a wait state. Caps: wall clock a
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from worker.agents.infra import missing_binary
 from worker.agents.registry import adapter_for, permission_args, resumes_sessions
 from worker.config import Settings
 from worker.costs import DAILY_BUDGET_REACHED, daily_cap_reached, save_budget_wait
+from worker.errors import WorkerError
 from worker.infra import infra_end
 from worker.iteration import (
     budget_left,
@@ -44,6 +46,8 @@ from worker.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
 from worker.workspace_git import changed_files, diff_digest, save_diff
+
+log = logging.getLogger(__name__)
 
 # The same call failing with the same error 3 times (OpenHands; SWE-agent requeries 3) means
 # the agent, not the task, is broken.
@@ -111,8 +115,25 @@ class LoopContext:
 
 
 def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
-    """Drive `task` from `start` through its modes until it ends, waits or is stopped."""
-    return _TaskRun(ctx, task, start).run()
+    """Drive `task` from `start` through its modes until it ends, waits or is stopped.
+
+    An unexpected error once an agent has been paid in this run ends the task as a failure
+    that says what failed (WORKER_FAILED_AFTER_AGENT): the agent's work stays, and the task is
+    not taken again for the next run to pay the agent for the same failure. Before any call,
+    the error goes up and the claim's lease brings the task back."""
+    run = _TaskRun(ctx, task, start)
+    try:
+        return run.run()
+    except Exception as exc:
+        if not run.called:
+            raise
+        log.exception("task %s: worker failed after the agent ran", task.id)
+        what = f"{type(exc).__name__}: {exc}"[:500]
+        return run.finish(
+            Outcome.FAILURE,
+            f"worker failed after the agent ran ({what}); the agent's work is kept",
+            "WORKER_FAILED_AFTER_AGENT",
+        )
 
 
 class _TaskRun:
@@ -142,6 +163,7 @@ class _TaskRun:
         self.escalations = 0
         self.last_error, self.same_errors = "", 0
         self.seq = 0
+        self.called = False  # an agent was called (and paid) in this run
         if not self.result.modes or self.result.modes[-1] != self.mode.id:
             self.result.modes.append(self.mode.id)
 
@@ -273,6 +295,7 @@ class _TaskRun:
         ctx.progress.start(f"{label}: running")
         t0 = time.monotonic()
         agent = _run_agent(ctx, self.mode, request, label, t0)
+        self.called = True
         if agent.session_missing and self.session_id:
             # The CLI lost the session (claude-code issues): start fresh, same iteration.
             result.reason_codes.append("SESSION_MISSING_FRESH_START")
@@ -381,12 +404,7 @@ class _TaskRun:
                 Outcome.SUCCESS, status.reason or "the agent reported success", "AGENT_SUCCESS"
             )
         if state == "wait":
-            point = self.wait_point(agent.final_text)
-            self.result.wait_state, codes = save_agent_wait(self.settings, point, status)
-            self.result.reason_codes += codes
-            return self.finish(
-                Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
-            )
+            return self.agent_wait(agent, status)
         escalate_code = escalation_code(state, emergency, self.iteration, self.limit)
         if time.monotonic() - self.started >= self.settings.task_wall_clock_s:
             return self.finish(
@@ -398,6 +416,26 @@ class _TaskRun:
                 self.result.reason_codes.append(status.reason_code or "NO_STATUS_BLOCK")
             return None
         return self.escalate(status, escalate_code, emergency)
+
+    def agent_wait(self, agent: AgentResult, status: StatusBlock) -> TaskResult:
+        """The agent asked to wait: its wait state saved. A wait that cannot be saved (its
+        folder unwritable, the disk full) ends the task as a failure that says what failed: the
+        work stays, and no later run pays the agent again for the same wait."""
+        point = self.wait_point(agent.final_text)
+        try:
+            self.result.wait_state, codes = save_agent_wait(self.settings, point, status)
+        except (OSError, WorkerError) as exc:
+            asked = status.wait_for or status.reason or "a wait"
+            return self.finish(
+                Outcome.FAILURE,
+                f"the agent asked to wait ({asked[:200]}), but its wait state could not be"
+                f" saved in {self.settings.wait_states}: {exc}",
+                "WAIT_NOT_SAVED",
+            )
+        self.result.reason_codes += codes
+        return self.finish(
+            Outcome.WAITING, status.reason or f"waiting for {status.wait_for}", "AGENT_WAIT"
+        )
 
     def stopped(self, agent: AgentResult, emergency: str | None) -> TaskResult | None:
         """A stop request ends the task; a supervisor's emergency ends it at the top mode."""

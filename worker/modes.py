@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker.errors import ConfigError, describe_validation
 from worker.models import Task
@@ -58,6 +58,13 @@ class Mode(BaseModel):
     extra_args: list[str] = Field([], alias="extraArgs")
     match: list[str] = []  # words that auto-select this mode
     default: bool = False
+
+    @field_validator("id", "model")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if not value.isprintable():  # they reach command lines, file names, replies and logs
+            raise ValueError("must not contain control characters (newlines, tabs)")
+        return value
 
     @property
     def iterations_before_escalation(self) -> int:
@@ -151,6 +158,8 @@ def load_modes(path: Path | None) -> ModeSet:
         parsed = ModesFile.model_validate(json.loads(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except RecursionError:  # `[[[[...` thousands deep: Python's stack, not a modes file
+        raise ConfigError(f"{source}: not a modes file: JSON nested too deep") from None
     except ValidationError as exc:
         details = describe_validation(exc, limit=20)
         raise ConfigError(f"{source}: invalid modes: {details}") from exc

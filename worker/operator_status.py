@@ -29,7 +29,7 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     data = integrity_status(settings, check=check)
     data.update(running=[], failures=[], spent_today_usd=0.0, unsent=0)
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
-    data["queue"] = queue_depth(settings) if with_queue else None
+    data["queue"], data["inbox_odd"] = queue_depth(settings) if with_queue else (None, [])
     # Maintenance's set-up problem, told in words while maintenance is on.
     known = load_problem(settings, None) if settings.fallback.enabled else None
     data["maintenance_problem"] = known.as_dict() if known is not None else None
@@ -54,16 +54,23 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     return data
 
 
-def queue_depth(settings: Settings) -> dict[str, Any]:
-    """Tasks waiting their turn, per source, as a run would list them now."""
+def queue_depth(settings: Settings) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Tasks waiting their turn, per source, as a run would list them now; and the inbox's
+    entries that are no message file (a named pipe, a link to nothing), with what they are."""
     try:
         snap, _ = preview(settings)
     except Exception as exc:  # a source that cannot be read is named, not fatal
         log.debug("status: queue not read", exc_info=True)
-        return {"error": str(exc)}
+        return {"error": str(exc)}, []
     depth = {listing.source: len(listing.tasks) for listing in snap.listings}
     depth["ready waits"] = len(snap.ready_waits)
-    return depth
+    odd = [
+        {"source": listing.source, "name": skipped.task_id, "what": skipped.detail}
+        for listing in snap.listings
+        for skipped in listing.skipped
+        if skipped.reason_code == "NOT_A_MESSAGE_FILE"
+    ]
+    return depth, odd
 
 
 def summary_lines(settings: Settings) -> list[str]:

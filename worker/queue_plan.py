@@ -95,4 +95,5 @@ _SKIPPED = {
     "MESSAGE_INCOMPLETE": "the message is still being written (read again by a later run)",
     "MESSAGE_NOT_UNREAD": "its status is not `unread`",
     "MAINTENANCE_SETUP_PROBLEM": "its checks cannot run (a set-up problem, no agent)",
+    "NOT_A_MESSAGE_FILE": "no regular file (left where it is)",
 }

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 
 class RetentionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     enabled: bool = True  # at the end of a run, at most every `interval_hours`
     runs_days: PositiveFloat = 90.0  # runs, their iterations, ended claims

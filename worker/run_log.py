@@ -10,9 +10,12 @@ from typing import Any
 
 from worker.config import Settings
 from worker.errors import UsageError
+from worker.lazyimport import lazy
 from worker.progress import events_after, last_event_id, progress_of, tools_of
 from worker.sandbox_record import sandboxes_of
 from worker.store import Store
+
+_process = lazy("worker.platform.process")  # psutil, only for a run with no end
 
 
 def log_rows(store: Store, limit: int) -> list[dict[str, Any]]:
@@ -53,9 +56,9 @@ def describe(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "task": run["task_id"],
                 "title": (titles.get(run["id"]) or {}).get("title"),
                 "source": run["source"],
-                "outcome": run["outcome"] or ("running" if run["ended_at"] is None else None),
+                "outcome": run["outcome"] or _open(run),
                 "outcome_codes": outcome_codes,
-                "reason": run["reason"],
+                "reason": run["reason"] or _died_reason(run),
                 "modes": run["modes"],
                 "iterations": run["iterations"],
                 "cost_usd": run["cost_usd"],
@@ -64,6 +67,22 @@ def describe(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+# A run still open whose process is gone: it died (killed); the next `worker run` closes its record
+# (worker/dead_runs.py), meanwhile `worker log` agrees with `worker status` (nothing runs).
+_DIED_OPEN = "its process (pid {pid}) is gone; the next run closes this record"
+
+
+def _open(run: dict[str, Any]) -> str | None:
+    """`running` or `died` for a run with no end, None for an ended one."""
+    if run["ended_at"] is not None:
+        return None
+    return "running" if _process.alive(int(run["pid"])) else "died"
+
+
+def _died_reason(run: dict[str, Any]) -> str | None:
+    return _DIED_OPEN.format(**run) if _open(run) == "died" else None
 
 
 def follow(

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from worker.config import Settings
 from worker.errors import ConfigError, UsageError
 from worker.fleet import fleet_session
+from worker.folders import make_folders
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.locking import workspace_lock
 from worker.models import Outcome
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
 log = logging.getLogger(__name__)
+
+# A run's outcome when an error of worker's own, or of its set-up, ended it before its task had
+# a result (`worker log` shows what failed); never a task's outcome.
+ABORTED = "aborted"
 
 _STOP = threading.Event()
 
@@ -54,6 +60,8 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         return _dry_run(settings, options, modes)
     # Here, not at the top: a dry run records, prunes and notifies nothing.
     from worker import retention
+
+    make_folders(settings)  # a folder that cannot be made: exit 78 naming its key, no task taken
 
     if options.use_worktree:
         from worker.workspace_git import ensure_repo
@@ -160,18 +168,38 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     try:
         return _take_and_run(settings, options, modes, store, run_id, t0, taken)
     except BaseException as exc:
-        # The run record says what happened; a claimed task keeps its claim until its lease
-        # ends, so the next run takes it again.
-        task = taken[0].task if taken else None
+        _record_abort(store, run_id, taken, exc, time.monotonic() - t0)
+        raise
+
+
+def _record_abort(
+    store: Store, run_id: int, taken: list[Decision], exc: BaseException, duration_s: float
+) -> None:
+    """The record of a run an unexpected error ended. A task result already recorded stands
+    (the agent's work is not undone by a failure after it), with what failed added; else the
+    outcome is `aborted` and a claimed task keeps its claim until its lease ends, so the next
+    run takes it again."""
+    what = f"{type(exc).__name__}: {exc}"
+    row = store.db.execute("SELECT outcome, reason, reason_codes FROM runs WHERE id = ?", (run_id,))
+    outcome, reason, codes = row.fetchone()
+    if outcome:
         store.finish_run(
             run_id,
-            task_id=task.id if task else None,
-            source=taken[0].source if taken else None,
-            outcome="error",
-            reason=f"{type(exc).__name__}: {exc}"[:1000],
-            duration_s=time.monotonic() - t0,
+            reason=f"{reason or ''} (then worker failed: {what})"[:1000],
+            reason_codes=[*json.loads(codes or "[]"), "FAILED_AFTER_RESULT"],
+            duration_s=duration_s,
         )
-        raise
+        return
+    task = taken[0].task if taken else None
+    store.finish_run(
+        run_id,
+        task_id=task.id if task else None,
+        source=taken[0].source if taken else None,
+        outcome=ABORTED,
+        reason=what[:1000],
+        reason_codes=["RUN_ABORTED"],
+        duration_s=duration_s,
+    )
 
 
 def _take_and_run(
@@ -196,6 +224,7 @@ def _take_and_run(
     )
     by_name = {source.name: source for source in sources}
     orphans, recovered = _recover(settings, store, sources)
+    _close_dead_runs(settings, store, modes, run_id)
     snap = _observe(settings, sources, store, options, run_id, t0)
     if recovered:
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
@@ -269,6 +298,17 @@ def _recover(
         if recover is not None:
             recovered += recover()
     return orphans, recovered
+
+
+def _close_dead_runs(settings: Settings, store: Store, modes: ModeSet, run_id: int) -> None:
+    """Runs left open by a process that died: closed, their paid iterations counted."""
+    from worker.dead_runs import close_dead_runs  # psutil, as _recover
+
+    def agent_of(mode_id: str) -> str | None:
+        mode = modes.modes.get(mode_id)
+        return mode.agent if mode is not None else None
+
+    close_dead_runs(store, settings.machine_id, settings.logs, agent_of, run_id)
 
 
 def _observe(

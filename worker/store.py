@@ -265,6 +265,18 @@ class Store:
         with self.transaction() as db:
             db.execute(f"UPDATE runs SET {columns} WHERE id = ?", (*fields.values(), run_id))
 
+    def record_result(self, run_id: int, **fields: Any) -> None:
+        """The task's result on its run, before the source is told (the run stays open): a run
+        killed after the reply or the move to `done/` leaves its completion and cost on record
+        for the next run to close (worker/dead_runs.py)."""
+        _redact(fields, "reason")
+        for key in ("modes", "reason_codes"):
+            if key in fields:
+                fields[key] = json.dumps(fields[key])
+        columns = ", ".join(f"{key} = ?" for key in fields)
+        with self.transaction() as db:
+            db.execute(f"UPDATE runs SET {columns} WHERE id = ?", (*fields.values(), run_id))
+
     def add_iteration(self, run_id: int, seq: int, **fields: Any) -> None:
         _redact(fields, "reason")
         names = ["run_id", "seq", *fields]

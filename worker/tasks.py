@@ -102,6 +102,18 @@ def execute(
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)
     result.branch = branch
+    store.record_result(  # before the source hears of it: a kill from here on loses nothing
+        run_id,
+        task_id=task.id,
+        source=task.source,
+        outcome=result.outcome.value,
+        reason=result.reason[:1000],
+        modes=result.modes,
+        iterations=len(result.iterations),
+        cost_usd=result.cost_usd,
+        branch=branch,
+        reason_codes=result.reason_codes,
+    )
     _report(settings, store, task, result, source, wait_path)
     notify_after_task(settings, store, result, run_id)  # queued, sent, never raises
     if SETUP_PROBLEM in result.reason_codes:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult
-from worker.proc import LineHandler, ProcResult, run_process
+from worker.proc import LineHandler, ProcResult, output_redactor, redact, run_process
 from worker.sandbox import launch
 
 # Called for every normalised event while the agent runs; a returned string stops the agent
@@ -119,3 +120,62 @@ class EventCollector:
             if self.on_event is not None and stop is None:
                 stop = self.on_event(event)
         return stop or self.halt
+
+
+class Masked:
+    """The one door through which an agent's words enter worker: an adapter whose every event
+    and result carry the values of the secrets in the environment (and token-shaped strings)
+    as `***`. The agent may have read a token anywhere (a file, a tool's output) and repeat it
+    in its STATUS block, its wait fields or its last words; whatever worker then stores,
+    writes to a file or prints starts from these masked texts. `adapter_for` wraps every
+    adapter in one."""
+
+    def __init__(self, inner: AgentAdapter) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:  # the adapter's own settings (executable, ...)
+        return getattr(self.inner, name)
+
+    def command(self, request: AgentRequest) -> list[str]:
+        return self.inner.command(request)
+
+    def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
+        hide = output_redactor()
+        handler = None
+        if on_event is not None:
+            handler = lambda event: on_event(mask_event(event, hide))  # noqa: E731
+        return mask_result(self.inner.run(request, handler), hide)
+
+
+def mask_event(event: AgentEvent, hide: Callable[[str], str]) -> AgentEvent:
+    """The event with the secrets in its text, error and tool arguments hidden."""
+    text = hide(event.text) if event.text else event.text
+    error = hide(event.error) if event.error else event.error
+    args = _mask_args(event.args, hide) if event.args else event.args
+    if text == event.text and error == event.error and args == event.args:
+        return event
+    return event._replace(text=text, error=error, args=args)
+
+
+def _mask_args(value: Any, hide: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return hide(value)
+    if isinstance(value, dict):
+        return {key: _mask_args(item, hide) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mask_args(item, hide) for item in value]
+    return value
+
+
+def mask_result(result: AgentResult, hide: Callable[[str], str]) -> AgentResult:
+    """The result with its texts masked: the final text (the STATUS block, the wait fields,
+    the snippet kept for a resume), the CLI's error, stderr and every event."""
+    return dataclasses.replace(
+        result,
+        final_text=redact(result.final_text) if result.final_text else "",
+        error=redact(result.error) if result.error else result.error,
+        stderr_tail=redact(result.stderr_tail) if result.stderr_tail else "",
+        subtype=hide(result.subtype) if result.subtype else result.subtype,
+        events=[mask_event(event, hide) for event in result.events],
+    )

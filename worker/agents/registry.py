@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.agents.sandboxed import sandboxed
 from worker.config import Settings
 from worker.errors import ConfigError
+from worker.lazyimport import lazy
 from worker.modes import Mode, permission_args
+
+_base = lazy("worker.agents.base")  # Masked, loaded with the adapter (it brings the process layer)
 
 if TYPE_CHECKING:
     from worker.agents.base import AgentAdapter
+    from worker.models import AgentResult
 
 # agent -> (module under worker.agents, adapter class)
 _ADAPTERS: dict[str, tuple[str, str]] = {
@@ -26,6 +31,28 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "gemini": ("gemini", "GeminiAdapter"),
     "command": ("command", "CommandAdapter"),
 }
+
+# agent -> (module, the collector that folds its stream): to read back an iteration's log
+_COLLECTORS: dict[str, tuple[str, str]] = {
+    "claude": ("claude", "StreamCollector"),
+    "codex": ("codex", "CodexCollector"),
+    "gemini": ("gemini", "GeminiCollector"),
+}
+
+
+def replay_log(agent: str, path: Path) -> AgentResult | None:
+    """What an iteration's output log says the agent did (its cost, tokens and last words,
+    masked like a live call's), or None when the agent's stream is not one worker folds or
+    the log is missing: for a run that died before it recorded the iteration."""
+    if agent not in _COLLECTORS or not path.is_file():
+        return None
+    module_name, class_name = _COLLECTORS[agent]
+    collector = getattr(importlib.import_module(f"worker.agents.{module_name}"), class_name)()
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            collector.feed(line.rstrip("\n"))
+    result: AgentResult = collector.result(0)
+    return _base.mask_result(result, _base.output_redactor())
 
 
 def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
@@ -43,7 +70,9 @@ def adapter_for(settings: Settings, mode: Mode) -> AgentAdapter:
     else:
         executable: str = getattr(settings, f"{mode.agent}_bin")  # claude_bin, codex_bin, ...
         made = adapter(executable, cap_bytes=settings.output_cap_bytes)
-    return sandboxed(settings, mode, made)
+    # The door where the agent's words are masked, around the box it runs in.
+    masked: AgentAdapter = _base.Masked(sandboxed(settings, mode, made))
+    return masked
 
 
 def resumes_sessions(settings: Settings, mode: Mode) -> bool:
@@ -51,4 +80,4 @@ def resumes_sessions(settings: Settings, mode: Mode) -> bool:
     return adapter_for(settings, mode).resumes
 
 
-__all__ = ["adapter_for", "permission_args", "resumes_sessions"]
+__all__ = ["adapter_for", "permission_args", "replay_log", "resumes_sessions"]

@@ -87,6 +87,8 @@ def _render(data: dict[str, Any]) -> None:
         ui.warn(f"queue not read: {queue['error']}")
     else:
         ui.line("queue: " + (", ".join(f"{k} {v}" for k, v in queue.items()) or "empty"))
+    for item in data.get("inbox_odd") or []:
+        ui.warn(f"{item['source']}: {item['name']}: {item['what']}")
     _failures(data)
     _maintenance(data.get("maintenance_problem"))
     cap = data["daily_cost_cap_usd"]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validato
 
 
 class DaemonSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     # -- worker serve -------------------------------------------------------------------------
     interval_s: PositiveFloat = 300.0  # sleep between two runs of the batch cycle

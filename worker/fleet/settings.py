@@ -21,7 +21,7 @@ def redact_url(text: str) -> str:
 class FleetSettings(BaseModel):
     """Many machines, one PostgreSQL: claims, leases, history, reports and orders."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     # postgresql://user[:password]@host[:port]/db; None = one machine, SQLite only. Prefer
     # WORKER_FLEET__DATABASE_URL or ~/.pgpass to a password written in worker.toml.

@@ -102,6 +102,21 @@ def order_of_message(message: Message) -> tuple[Order, str] | None:
     return None
 
 
+def unknown_order(message: Message) -> str | None:
+    """Why a message marked `"kind": "control"` carries no order worker knows (its action
+    missing or unknown), or None. Such a message is set aside, never run as a task: its
+    sender meant an order, and an agent paid to work on "cancle order" obeys nobody."""
+    extra = message.model_extra or {}
+    if extra.get("kind") != "control" or order_of_message(message) is not None:
+        return None
+    valid = ", ".join(order.value for order in Order)
+    action = extra.get("action")
+    if action is None or not str(action).strip():
+        return f"a control message without an action; the valid actions are: {valid}"
+    named = str(action)[:80]
+    return f"a control message with the unknown action {named!r}; the valid actions are: {valid}"
+
+
 def order_of_text(text: str) -> tuple[Order, str] | None:
     """`/stop`, `/cancel`, `/pause` or `/resume` as the first word of a note or a comment:
     the order and the reason after it; None for anything else (an ordinary message)."""

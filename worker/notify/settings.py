@@ -11,7 +11,7 @@ DEFAULT_EVENTS: tuple[Event, ...] = ("needs_approval", "failed", "crash_loop", "
 
 
 class TelegramSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     # The bot token is read from this environment variable when used, never stored or logged.
     token_env: str = "TELEGRAM_BOT_TOKEN"
@@ -24,7 +24,7 @@ class TelegramSettings(BaseModel):
 
 
 class WebhookSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     # e.g. https://ntfy.sh/ (with `topic`) or a Slack incoming-webhook URL
     url: str | None = Field(None, pattern=r"^https?://")
@@ -32,7 +32,7 @@ class WebhookSettings(BaseModel):
 
 
 class NotifySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS))
     telegram: TelegramSettings = Field(default_factory=dict, validate_default=True)

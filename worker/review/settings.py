@@ -30,7 +30,7 @@ from pydantic import (
 class ReviewerSettings(BaseModel):
     """One reviewer: whether it runs, how often, and through which agent and model."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     enabled: bool | None = None  # None: as `[review] reviewers` says
     interval: NonNegativeInt = 5  # finished tasks between runs; 0 = only on milestones/urgency
@@ -42,7 +42,7 @@ class ReviewerSettings(BaseModel):
 
 
 class UrgencyWeights(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     verify_failed: NonNegativeFloat = 0.3  # spec: QA failure +0.3
     abort: NonNegativeFloat = 1.0  # spec: task abort +1.0 (immediate)
@@ -59,7 +59,7 @@ REVIEWER_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 class ReviewSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     enabled: bool = True  # false: no knowledge, no directives, no reviewers
     # The reviewer agents: off until asked, since they spend beyond the tasks' own agents.

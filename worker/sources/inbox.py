@@ -75,12 +75,15 @@ class InboxSource:
             listing.errors.append(problem)
             return listing
         # The kernel's module imports Message from here, hence the import at use.
-        from worker.kernel.control import is_control_message
+        from worker.kernel.control import is_control_message, unknown_order
 
         found: builtins.list[tuple[Message, Path]] = []
         store = None if self.dry_run else self.store  # the read's index, not in a dry run
         for entry in addressed_messages(self.root, self.settings.machine_id, store):
             message, path = entry.message, entry.path
+            if message is None and entry.odd:  # a pipe, a link to nothing: listed, left alone
+                listing.skipped.append(Skipped(path.name, "NOT_A_MESSAGE_FILE", entry.error or ""))
+                continue
             if message is None:
                 if _being_written(path):  # its writer may not be done: a later run reads it
                     why = f"{entry.error or 'unreadable'}; written in the last {_SETTLE_S:.0f} s"
@@ -97,6 +100,10 @@ class InboxSource:
             if message.in_reply_to or self._answers_a_wait(message):
                 # A reply belongs to the task it answers (a wait state), not a new task.
                 listing.skipped.append(Skipped(message.id, "REPLY_NOT_TASK"))
+                continue
+            bad_order = unknown_order(message)
+            if bad_order is not None:
+                self._set_aside(path, message, bad_order, listing)
                 continue
             if is_control_message(message):
                 # A stop/cancel/pause order is for the scheduling kernel, not work to do.
@@ -151,6 +158,44 @@ class InboxSource:
             if not self.dry_run:
                 quarantine(path, self.rejected, reason)
 
+    def _order(self, message: Message, path: Path) -> bool:
+        """A control message: an order for the kernel, or one it cannot read (set aside)."""
+        from worker.kernel.control import is_control_message, unknown_order  # as in `list`
+
+        bad_order = unknown_order(message)
+        if bad_order is not None and path.parent == self.root:
+            self._set_aside(path, message, bad_order, None)
+        return bad_order is not None or is_control_message(message)
+
+    def _set_aside(
+        self, path: Path, message: Message, reason: str, listing: Listing | None
+    ) -> None:
+        """A message that cannot be understood: moved to `rejected/` with its reason, and the
+        sender told why (once: by the run that moved it)."""
+        if listing is not None:
+            listing.skipped.append(Skipped(message.id, "MESSAGE_REJECTED", reason))
+            listing.errors.append(f"{path.name}: {reason}")
+        log.warning("inbox: %s: %s (moved to %s)", path.name, reason, self.rejected)
+        if self.dry_run or quarantine(path, self.rejected, reason) is None:
+            return
+        if not message.sender:
+            return
+        reply = Message.model_validate(
+            {
+                "id": f"{message.id}-rejected-reply",
+                "from": self.settings.machine_id,
+                "to": message.sender,
+                "subject": f"[rejected] {message.subject or message.id}"[:200],
+                "body": f"Your message {message.id} was set aside, not run: {reason}.",
+                "status": "unread",
+                "priority": "normal",
+                "created_at": datetime.now(UTC),
+                "thread_id": message.thread_id or message.id,
+                "in_reply_to": message.id,
+            }
+        )
+        atomic_write_text(outbox(self.root) / f"{portable_name(reply.id)}.json", reply.dump())
+
     def _task(self, message: Message, path: Path) -> Task:
         return Task(
             id=message.id,
@@ -171,6 +216,8 @@ class InboxSource:
             likely = [folder / f"{task_id}.json", folder / file_name(task_id)]
             for path in [*dict.fromkeys(likely), *json_files(folder)]:
                 message = self._read(path) if path.is_file() else None
+                if message is not None and message.id == task_id and self._order(message, path):
+                    return None  # an order (or a message meant as one) is never a task
                 if message is not None and message.id == task_id:
                     task = self._task(message, path)
                     if folder == self.done:

@@ -12,6 +12,7 @@ that mention us are read whole on every run, so one rewritten in place is never 
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -61,6 +62,20 @@ class Message(BaseModel):
             raise ValueError("must not contain control characters (newlines, tabs)")
         return value
 
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _known_priority(cls, value: object) -> object:
+        """0 (first) to 9 (last), or one of the words: anything else (`42`, `-1`, `true`,
+        `"superurgent"`) is refused, not read as some priority the sender never meant."""
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 9:
+            return value
+        if isinstance(value, str) and value.strip().lower() in _PRIORITY_WORDS:
+            return value
+        if isinstance(value, str) and value.strip() in tuple("0123456789"):
+            return int(value.strip())
+        words = ", ".join(PRIORITY_WORDS)
+        raise ValueError(f"{value!r} is no priority: use 0 (first) to 9 (last) or one of {words}")
+
     @field_validator("sender", "to")
     @classmethod
     def _one_line(cls, value: str) -> str:
@@ -86,6 +101,7 @@ class InboxEntry:
     path: Path
     message: Message | None
     error: str | None = None
+    odd: bool = False  # no regular file (a pipe, a link to nothing): listed, never moved or read
 
 
 _cache: dict[tuple[str, str], tuple[int, float, list[InboxEntry]]] = {}
@@ -141,7 +157,12 @@ def _read_addressed(
     with scan:
         for entry in scan if indexed is None else indexed.unread(scan):
             name = entry.name
-            if name.startswith(".") or not entry.is_file():
+            if name.startswith("."):
+                continue
+            if not entry.is_file():
+                what = odd_entry(entry)
+                if what is not None:
+                    others.append(InboxEntry(folder / name, None, what, odd=True))
                 continue
             if not name.endswith(".json"):
                 if not name.startswith("~") and not name.lower().endswith(_IN_PROGRESS):
@@ -169,6 +190,25 @@ def _read_addressed(
     others.sort(key=_by_name)
     found.sort(key=_by_name)
     return others + found
+
+
+def odd_entry(entry: os.DirEntry[str]) -> str | None:
+    """What an inbox entry that is no regular file is, when it is worth saying (it may have
+    been meant as a message), or None: a folder not named like a message is just a folder.
+    Never opened: a named pipe would block the read until something writes to it."""
+    try:
+        mode = os.stat(entry.path).st_mode  # through a link, to what it points at
+    except FileNotFoundError:
+        target = os.readlink(entry.path) if entry.is_symlink() else "?"
+        return f"not a message file: a symbolic link to nothing ({target})"
+    except OSError as exc:
+        return f"not a message file: {exc.strerror or exc}"
+    link = "a symbolic link to " if entry.is_symlink() else ""
+    if stat.S_ISDIR(mode):
+        return f"not a message file: {link}a folder" if entry.name.endswith(".json") else None
+    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+    what = next((name for test, name in kinds if test(mode)), "a device or special file")
+    return f"not a message file: {link}{what}"
 
 
 _NOT_A_MESSAGE = "not a message: a message is a JSON file named *.json"

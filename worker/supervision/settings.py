@@ -59,7 +59,7 @@ class Threshold(BaseModel):
     check (when `stop_on_urgent`); None means the anomaly never becomes urgent.
     """
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     warn: int = Field(ge=2)
     urgent: int | None = Field(None, ge=2)
@@ -93,7 +93,7 @@ def _thresholds() -> dict[str, dict[str, int]]:
 class ToolSettings(BaseModel):
     """Per-tool overrides: `[supervision.tools.<ToolName>]`."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     exempt: bool = False  # a polling tool: repeating it is its job
     loop: Threshold | None = None
@@ -108,7 +108,7 @@ class PaceSettings(BaseModel):
     profile; levels from `inject_from` up are injected (the spec acts on contingent and up).
     """
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     escalations: dict[str, int] = Field(
         default_factory=lambda: {"alternate": 1, "contingent": 2, "emergency": 3}
@@ -144,7 +144,7 @@ class PaceSettings(BaseModel):
 
 
 class SupervisionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     enabled: bool = True  # the global switch: off = nothing checked, written or injected
     thresholds: dict[str, Threshold] = Field(default_factory=_thresholds, validate_default=True)

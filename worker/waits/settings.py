@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat
 
 
 class WaitSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     # Expire after 7 days by default, at most 30 (GitHub environments wait at most 30 days).
     expiry_days: float = Field(7.0, gt=0, le=30)

@@ -23,7 +23,7 @@ _REPO = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"  # compiled at its first use: most 
 
 
 class GitHubSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # see worker/config.py
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # config.py
 
     # `[]`, not `default_factory=list` (worker/config.py says why)
     repos: list[str] = []  # "owner/name"; empty = source off
