@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from worker.agents.registry import replay_log
 from worker.platform.process import alive, start_time
 from worker.status import parse_status
 from worker.store import Store
@@ -103,6 +102,8 @@ def _recover_iterations(store: Store, run_id: int, folder: Path, mode: str, agen
         seq = _seq(path)
         if seq is None or seq in recorded:
             continue
+        from worker.agents.registry import replay_log  # an adapter's parser, for a dead run only
+
         result = replay_log(agent, path)
         if result is None:
             continue
