@@ -1,0 +1,104 @@
+"""Serving the dashboard: the address check, the token, uvicorn in this process (or in a
+thread, for the tests and the benchmark)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from worker.config import Settings
+from worker.errors import UsageError
+from worker.web.app import create_app
+from worker.web.auth import Auth, allowed_hosts, make_auth
+
+TOKEN_ENV = "WORKER_DASHBOARD_TOKEN"
+
+
+def read_token(token_file: Path | None) -> str | None:
+    """The operator's token: the first line of `token_file`, else $WORKER_DASHBOARD_TOKEN."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip().splitlines()
+        except OSError as exc:
+            raise UsageError(f"--token-file {token_file}: {exc.strerror or exc}") from exc
+        if not token or not token[0].strip():
+            raise UsageError(f"--token-file {token_file} is empty: write the token in it")
+        return token[0].strip()
+    return os.environ.get(TOKEN_ENV) or None
+
+
+@dataclass
+class Served:
+    url: str
+    auth: Auth
+    server: uvicorn.Server
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def prepare(
+    settings: Settings, *, host: str, port: int, token: str | None, name: str
+) -> tuple[Served, socket.socket]:
+    """The server and its bound socket; UsageError for an address refused without a token."""
+    auth = make_auth(host, token, name)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    app = create_app(settings, auth, allowed_hosts(host, bound))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    return Served(f"http://{shown}:{bound}", auth, uvicorn.Server(config)), sock
+
+
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    name: str,
+    on_ready: Callable[[Served], None],
+) -> None:
+    """Serve until interrupted (Ctrl-C, SIGTERM)."""
+    served, sock = prepare(settings, host=host, port=port, token=token, name=name)
+    on_ready(served)
+    served.server.run(sockets=[sock])
+
+
+@contextmanager
+def running(
+    settings: Settings, *, host: str = "127.0.0.1", token: str | None = None, name: str = "op"
+) -> Iterator[Served]:
+    """The dashboard on a free port in a thread, stopped on exit (tests, benchmarks)."""
+    served, sock = prepare(settings, host=host, port=0, token=token, name=name)
+    thread = threading.Thread(
+        target=lambda: asyncio.run(served.server.serve(sockets=[sock])), daemon=True
+    )
+    thread.start()
+    while not served.server.started and thread.is_alive():
+        threading.Event().wait(0.02)
+    try:
+        yield served
+    finally:
+        served.server.should_exit = True
+        thread.join(10)
+        sock.close()
