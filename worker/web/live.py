@@ -39,7 +39,8 @@ def read_running(settings: Settings, now: float | None = None) -> list[dict[str,
     try:
         db.row_factory = sqlite3.Row
         runs = db.execute(
-            "SELECT r.id, r.machine_id, r.pid, r.task_id, r.started_at, p.title, p.mode,"
+            "SELECT r.id, r.machine_id, r.pid, COALESCE(p.task_id, r.task_id) AS task_id,"
+            " r.started_at, p.title, p.mode,"
             " p.model, p.iteration, p.max_iterations, p.cost_usd, p.tool, p.finding,"
             " p.updated_at FROM runs r LEFT JOIN run_progress p ON p.run_id = r.id"
             " WHERE r.ended_at IS NULL ORDER BY r.id"
