@@ -41,7 +41,7 @@ HERE = Path(__file__).parent
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes a form's Origin "null"
     "Cache-Control": "no-store",
 }
 
