@@ -2,9 +2,9 @@
 cost a running task; prints one JSON object.
 
 Pages: a workspace with 10,000 recorded runs over the last year (27 a day; each with an
-iteration, its tools and its decision) beside one with 100 (two pages of history), served the same way on 127.0.0.1
-and fetched in turn (A B B A); each page's median time, the goal (<= 200 ms at 10,000 runs)
-and the ratio to the small one. The spend page reads the last 30 days.
+iteration, its tools and its decision) beside one with 100 (two pages of history), served the
+same way on 127.0.0.1 and fetched in turn (A B B A); each page's median time, the goal (<= 200
+ms at 10,000 runs) and the ratio to the small one. The spend page reads the last 30 days.
 
 Live views: a running task (a child process that writes its heartbeat to the store, as the
 loop's `Tracker` does, a thousand times over) timed alone, with 20 pages following `/events`
