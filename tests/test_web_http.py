@@ -192,15 +192,13 @@ def test_no_secret_is_rendered(workspace: Path, monkeypatch: pytest.MonkeyPatch)
     leaky = f"use {TOKENS['GITHUB_TOKEN']} and {TOKEN}"
     _waiting(workspace, waitFor=f"May I push with {TOKENS['GH_TOKEN']}? {TOKEN}")
     settings = load_settings(workspace)
-    run_id = record_run(
-        settings, "msg-r", reason=leaky,
-        transcript=claude_lines(f"done {TOKENS['WORKER_GIT_TOKEN']}", f"curl -u x password=hunter22 {TOKEN}"),
-    )  # fmt: skip
+    lines = claude_lines(f"done {TOKENS['WORKER_GIT_TOKEN']}", f"curl password=hunter22 {TOKEN}")
+    run_id = record_run(settings, "msg-r", reason=leaky, transcript=lines)
     with dashboard(workspace) as served:
         http, _ = logged_in(served)
         pages = [http.get(p).text for p in ("/", "/history", f"/runs/{run_id}", "/api/now")]
     text = "\n".join(pages)
-    assert "Bash: curl -u x password=***" in text and "May I push with" in text
+    assert "Bash: curl password=***" in text and "May I push with" in text
     for secret in [*TOKENS.values(), TOKEN, "hunter22"]:
         assert secret not in text
 
@@ -255,14 +253,16 @@ def test_the_live_stream_gives_the_running_task_and_one_read_serves_every_page(
             (run_id, time.time(), time.time()),
         )
     assert read_running(settings)[0]["tool"] == "Bash: make"
-    with dashboard(workspace) as served:
-        with httpx.Client(base_url=served.url, timeout=60) as http:
-            with http.stream("GET", "/events") as stream:
-                lines = stream.iter_lines()
-                assert next(lines) == "event: now"
-                data = json.loads(next(lines).removeprefix("data: "))
-        assert data["running"][0]["task_id"] == "msg-run"
-        assert data["running"][0]["iteration"] == 2 and data["waiting"] == 0
+    with (
+        dashboard(workspace) as served,
+        httpx.Client(base_url=served.url, timeout=60) as http,
+        http.stream("GET", "/events") as stream,
+    ):
+        lines = stream.iter_lines()
+        assert next(lines) == "event: now"
+        data = json.loads(next(lines).removeprefix("data: "))
+    assert data["running"][0]["task_id"] == "msg-run"
+    assert data["running"][0]["iteration"] == 2 and data["waiting"] == 0
 
 
 def test_twenty_listeners_share_one_poller() -> None:
