@@ -286,3 +286,19 @@ def test_twenty_listeners_share_one_poller() -> None:
     one = asyncio.run(listen(Broadcaster(read, lambda v: v), 1))
     twenty = asyncio.run(listen(Broadcaster(read, lambda v: v), 20))
     assert twenty <= one + 1
+
+
+def test_wrong_tokens_lock_nobody_out_and_only_approval_waits_offer_approve(
+    workspace: Path,
+) -> None:
+    """Many wrong tokens (an agent guessing) do not keep the operator from logging in; a wait
+    for a moment offers Cancel but not Approve (as `worker waits approve` refuses it)."""
+    _waiting(workspace, "msg-t", resumeWhen="time", resumeAt="2100-01-01T00:00:00+00:00")
+    with dashboard(workspace) as served:
+        http = client(served)
+        for _ in range(30):
+            assert http.post("/login", data={"token": "x" * 20}).status_code == 401
+        http, _csrf = logged_in(served)
+        page = http.get("/").text
+    wait = page.split('data-task="msg-t"')[1].split("</article>")[0]
+    assert "Cancel task" in wait and "Approve" not in wait

@@ -61,7 +61,12 @@ def overview(settings: Settings) -> dict[str, Any]:
     """The front page: machines, the running task(s), the waits, today's spend."""
     data = operator_status(settings, with_queue=False)
     waits = [
-        {**w, "what": CONDITION_WORDS.get(w["resume_when"], w["resume_when"])}
+        {
+            **w,
+            "what": CONDITION_WORDS.get(w["resume_when"], w["resume_when"]),
+            # only a wait for a user's approval is approved or rejected (`worker waits`)
+            "approvable": w["resume_when"].split(":", 1)[0].strip().lower() == "user_approval",
+        }
         for w in data["waiting"]
     ]
     return {
