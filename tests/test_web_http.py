@@ -302,3 +302,16 @@ def test_wrong_tokens_lock_nobody_out_and_only_approval_waits_offer_approve(
         page = http.get("/").text
     wait = page.split('data-task="msg-t"')[1].split("</article>")[0]
     assert "Cancel task" in wait and "Approve" not in wait
+
+
+def test_the_spend_chart_scales_to_the_cap_and_names_days_and_modes() -> None:
+    from worker.web.charts import HEIGHT, PAD, bar_chart
+
+    rows = [{"key": "2026-11-22", "usd": 1.0}, {"key": "2026-11-23", "usd": 2.0}]
+    chart = bar_chart("by day", rows, cap=4.0)
+    assert [b.label for b in chart.bars] == ["11-22", "11-23"]
+    assert chart.bars[1].h == pytest.approx(2 * chart.bars[0].h)
+    assert chart.cap_y == pytest.approx(PAD)  # the cap is the top of the chart
+    assert chart.bars[1].y == pytest.approx((HEIGHT - PAD + PAD) / 2)  # half the cap's height
+    modes = bar_chart("by mode", [{"key": "code-complex-with-a-long-name", "usd": 3.0}])
+    assert modes.bars[0].label == "code-complex-wi…" and modes.cap_y is None

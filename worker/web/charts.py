@@ -8,9 +8,12 @@ from typing import Any
 WIDTH, HEIGHT, PAD = 720, 220, 30
 
 
+BAR_MAX = 60  # px: a chart of one or two bars keeps them slim
+
+
 @dataclass
 class Bar:
-    label: str
+    label: str  # under the bar: a day as MM-DD, a mode in full (cut at 16 characters)
     usd: float
     x: float
     y: float
@@ -37,8 +40,15 @@ def bar_chart(title: str, rows: list[dict[str, Any]], cap: float | None = None) 
     for i, row in enumerate(rows):
         usd = float(row["usd"] or 0.0)
         h = inner_h * usd / top
-        x = PAD + i * step + step * 0.1
-        chart.bars.append(Bar(str(row["key"]), usd, x, HEIGHT - PAD - h, step * 0.8, h))
+        w = min(step * 0.8, BAR_MAX)
+        x = PAD + i * step + (step - w) / 2
+        chart.bars.append(Bar(_label(str(row["key"])), usd, x, HEIGHT - PAD - h, w, h))
     if cap:
         chart.cap_y = HEIGHT - PAD - inner_h * cap / top
     return chart
+
+
+def _label(key: str) -> str:
+    if len(key) == 10 and key[4] == "-" and key[7] == "-":  # a day, 2026-11-22
+        return key[5:]
+    return key if len(key) <= 16 else key[:15] + "…"
