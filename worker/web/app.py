@@ -16,11 +16,11 @@ from jinja2 import Environment, FileSystemLoader
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
     JSONResponse,
+    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -85,10 +85,21 @@ def _templates() -> Environment:
 
 
 class _SecurityHeaders:
-    def __init__(self, app: ASGIApp) -> None:
+    """Headers on every response; with `hosts`, a request for another Host name gets 400
+    (the whole Host header is compared: an IPv6 address has colons of its own)."""
+
+    def __init__(self, app: ASGIApp, hosts: set[str] | None = None) -> None:
         self.app = app
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.hosts and scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+            if host not in self.hosts:
+                refused = PlainTextResponse("unknown Host", status_code=400)
+                await refused(scope, receive, send)
+                return
+
         async def with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
                 headers = message.setdefault("headers", [])
@@ -110,10 +121,7 @@ def create_app(settings: Settings, auth: Auth, hosts: set[str] | None = None) ->
         Route("/events", partial(events, dash)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    middleware = [Middleware(_SecurityHeaders)]
-    if hosts:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=sorted(hosts)))
-    app = Starlette(routes=routes, middleware=middleware)
+    app = Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders, hosts=hosts)])
     app.state.dashboard = dash
     return app
 

@@ -92,7 +92,19 @@ class Broadcaster:
         self._listeners: set[asyncio.Queue[str]] = set()
         self._task: asyncio.Task[None] | None = None
         self._last: str | None = None
-        self.reads = 0  # how often the store was read (the benchmark counts them)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+        self.reads = 0  # how often the store was read
+
+    def close(self) -> None:
+        """End every stream now (the server is stopping); callable from any thread."""
+        self.closed = True
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake_all)
+
+    def _wake_all(self) -> None:
+        for queue in list(self._listeners):
+            _put_latest(queue, "")  # the empty text ends a stream
 
     @property
     def listeners(self) -> int:
@@ -117,6 +129,9 @@ class Broadcaster:
     async def stream(self) -> AsyncIterator[str]:
         """Server-sent events for one page: the latest snapshot, then each change."""
         queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+        if self.closed:
+            return
+        self._loop = asyncio.get_running_loop()
         self._listeners.add(queue)
         if self._last is not None:
             _put_latest(queue, self._last)
@@ -129,6 +144,8 @@ class Broadcaster:
                 except TimeoutError:
                     yield ": keepalive\n\n"
                     continue
+                if not text:
+                    return
                 yield f"event: now\ndata: {text}\n\n"
         finally:
             self._listeners.discard(queue)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -33,6 +34,19 @@ def read_token(token_file: Path | None) -> str | None:
             raise UsageError(f"--token-file {token_file} is empty: write the token in it")
         return token[0].strip()
     return os.environ.get(TOKEN_ENV) or None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that also ends the live streams when told to stop: an open page
+    would otherwise hold Ctrl-C up until the graceful-shutdown timeout."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
 
 
 @dataclass
@@ -65,8 +79,15 @@ def prepare(
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     app = create_app(settings, auth, allowed_hosts(host, bound))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    return Served(f"http://{shown}:{bound}", auth, uvicorn.Server(config)), sock
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,  # a request still running then is cut
+    )
+    server = _Server(config, app.state.dashboard.live.close)
+    return Served(f"http://{shown}:{bound}", auth, server), sock
 
 
 def serve(
@@ -99,6 +120,6 @@ def running(
     try:
         yield served
     finally:
-        served.server.should_exit = True
+        served.server.handle_exit(0, None)
         thread.join(10)
         sock.close()
