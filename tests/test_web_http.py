@@ -315,3 +315,28 @@ def test_the_spend_chart_scales_to_the_cap_and_names_days_and_modes() -> None:
     assert chart.bars[1].y == pytest.approx((HEIGHT - PAD + PAD) / 2)  # half the cap's height
     modes = bar_chart("by mode", [{"key": "code-complex-with-a-long-name", "usd": 3.0}])
     assert modes.bars[0].label == "code-complex-wi…" and modes.cap_y is None
+
+
+def test_stopping_the_server_ends_the_open_live_views(workspace: Path) -> None:
+    """A page left open does not hold the server up when it stops: its stream ends, cleanly;
+    the loopback names (127.0.0.1, localhost) are answered."""
+    import threading
+
+    ended: list[str] = []
+
+    def follow(url: str) -> None:
+        with httpx.stream("GET", f"{url}/events", timeout=None) as stream:
+            for _line in stream.iter_lines():
+                pass
+        ended.append("clean")
+
+    with dashboard(workspace) as served:
+        port = served.url.rsplit(":", 1)[1]
+        by_name = client(served).get("/", headers={"Host": f"localhost:{port}"})
+        assert by_name.status_code == 200
+        viewer = threading.Thread(target=follow, args=(served.url,))
+        viewer.start()
+        while served.server.config.app.state.dashboard.live.listeners == 0:
+            time.sleep(0.05)
+    viewer.join(30)
+    assert ended == ["clean"]
