@@ -340,3 +340,25 @@ def test_stopping_the_server_ends_the_open_live_views(workspace: Path) -> None:
             time.sleep(0.05)
     viewer.join(30)
     assert ended == ["clean"]
+
+
+def test_an_unreachable_fleet_database_is_said_in_words_without_its_password(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the fleet database down, the front page still shows (the machines row says why)
+    and the history answers 503 in words; the URL's password is shown nowhere."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once the socket is closed
+    monkeypatch.setenv(
+        "WORKER_FLEET__DATABASE_URL", f"postgresql://op:pw-9f8e7d@127.0.0.1:{port}/x"
+    )
+    with dashboard(workspace) as served:
+        http = client(served)
+        now = http.get("/")
+        history = http.get("/history")
+    assert now.status_code == 200 and "test-machine" in now.text
+    assert history.status_code == 503 and "fleet database" in history.text.lower()
+    assert "pw-9f8e7d" not in now.text + history.text

@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.config import Settings
-from worker.errors import UsageError
+from worker.errors import UsageError, WorkerError
 from worker.humanize import duration, moment
 from worker.web import actions, pages, views
 from worker.web.auth import SESSION_COOKIE, SESSION_S, Auth, Session, csrf_ok
@@ -121,7 +121,11 @@ def create_app(settings: Settings, auth: Auth, hosts: set[str] | None = None) ->
         Route("/events", partial(events, dash)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders, hosts=hosts)])
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(_SecurityHeaders, hosts=hosts)],
+        exception_handlers={WorkerError: partial(_failed, dash)},
+    )
     app.state.dashboard = dash
     return app
 
@@ -154,6 +158,14 @@ async def logout(dash: Dashboard, request: Request) -> Response:
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
+
+
+def _failed(dash: Dashboard, request: Request, exc: Exception) -> Response:
+    """A store or database that cannot be read: said in words (503), the page still served."""
+    log.debug("dashboard: %s failed", request.url.path, exc_info=True)
+    if _bearer(request) is not None or "json" in request.headers.get("accept", ""):
+        return JSONResponse(dash.scrub({"error": str(exc)}), status_code=503)
+    return dash.page(request, "refused.html", status=503, error=str(exc))
 
 
 def _text(value: Any) -> str:

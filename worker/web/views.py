@@ -93,7 +93,9 @@ def machines(settings: Settings, running: list[dict[str, Any]]) -> list[dict[str
             rows = folder_view(reports_folder(settings), stale, now_utc()).to_dict()["rows"]
     except Exception as exc:  # an unreachable database is shown, not fatal to the page
         log.debug("dashboard: machines not read", exc_info=True)
-        rows = [{"machine": "?", "error": str(exc), "state": "unknown", "stale": True}]
+        rows = [
+            {"machine": "?", "error": str(exc), "state": "unknown", "stale": True, "age_s": None}
+        ]
     own = [r for r in running if r["machine"] == settings.machine_id]
     here = next((r for r in rows if r.get("machine") == settings.machine_id), None)
     if here is None:
