@@ -362,3 +362,50 @@ def test_an_unreachable_fleet_database_is_said_in_words_without_its_password(
     assert now.status_code == 200 and "test-machine" in now.text
     assert history.status_code == 503 and "fleet database" in history.text.lower()
     assert "pw-9f8e7d" not in now.text + history.text
+
+
+def test_the_command_serves_prints_a_token_once_and_stops_on_sigterm(workspace: Path) -> None:
+    """`worker dashboard` (the real command) with no token set makes one, prints the login
+    line once, answers with it, and ends on SIGTERM; the token reaches no log file."""
+    import signal
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "worker", "dashboard", "--port", "0", "--name", "carol"]
+    proc = subprocess.Popen(
+        [*argv, "--workspace", str(workspace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first, second = proc.stdout.readline(), proc.stdout.readline()  # type: ignore[union-attr]
+        url = first.split()[2]
+        token = second.rsplit(" ", 1)[1].strip()
+        assert "actions as web:carol" in first and url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=url, timeout=60) as http:
+            assert http.post("/login", data={"token": token}).status_code == 303
+            assert http.post("/login", data={"token": token[:-1]}).status_code == 401
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert token not in out + err
+    logs = load_settings(workspace).logs
+    for path in logs.rglob("*") if logs.exists() else []:
+        assert path.is_dir() or token not in path.read_text(errors="replace")
+
+
+def test_without_the_web_extra_the_command_says_what_to_install(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from typer.testing import CliRunner
+
+    from worker.cli.app import app
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if `worker[web]` were not installed
+    monkeypatch.delitem(sys.modules, "worker.web.server", raising=False)
+    result = CliRunner().invoke(app, ["dashboard", "--workspace", str(workspace)])
+    assert result.exit_code != 0
+    assert "pip install 'worker[web]'" in str(result.exception)
