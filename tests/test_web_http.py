@@ -409,3 +409,21 @@ def test_without_the_web_extra_the_command_says_what_to_install(
     result = CliRunner().invoke(app, ["dashboard", "--workspace", str(workspace)])
     assert result.exit_code != 0
     assert "pip install 'worker[web]'" in str(result.exception)
+
+
+def test_served_beyond_loopback_reading_needs_a_login_too(workspace: Path) -> None:
+    """On an address other hosts reach (here the same switch on loopback), every page and
+    the live stream need the token; the login page and the static files do not."""
+    _waiting(workspace)
+    with dashboard(workspace, private=True) as served:
+        http = client(served)
+        assert http.get("/").status_code == 303 and http.get("/api/now").status_code == 303
+        assert http.get("/events").status_code == 401
+        assert http.get("/login").status_code == 200
+        assert http.get("/static/dashboard.css").status_code == 200
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        assert http.get("/api/now", headers=bearer).status_code == 200
+        logged, _ = logged_in(served)
+        assert "May I drop the table?" in logged.get("/").text
+    with dashboard(workspace) as served:  # on loopback, reading is open
+        assert client(served).get("/").status_code == 200

@@ -22,8 +22,10 @@ TOKEN = "dashboard-token-0123456789abcdef"
 
 
 @contextmanager
-def dashboard(ws: Path, token: str | None = TOKEN, name: str = "alice") -> Iterator[Served]:
-    with running(load_settings(ws), token=token, name=name) as served:
+def dashboard(
+    ws: Path, token: str | None = TOKEN, name: str = "alice", private: bool | None = None
+) -> Iterator[Served]:
+    with running(load_settings(ws), token=token, name=name, private=private) as served:
         yield served
 
 

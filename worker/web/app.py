@@ -54,6 +54,14 @@ class Dashboard:
     auth: Auth
     env: Environment
     live: Broadcaster
+    private: bool = False  # reading needs a login too (served beyond loopback)
+
+    def may_read(self, request: Request) -> bool:
+        if not self.private:
+            return True
+        if self.auth.session(request.cookies.get(SESSION_COOKIE)) is not None:
+            return True
+        return self.auth.check_token(_bearer(request))
 
     def scrub(self, value: Any) -> Any:
         return self.live.scrub(value)
@@ -109,10 +117,14 @@ class _SecurityHeaders:
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
 
 
-def create_app(settings: Settings, auth: Auth, hosts: set[str] | None = None) -> Starlette:
-    """The dashboard for `settings`; `hosts` are the Host names answered (None: any)."""
+def create_app(
+    settings: Settings, auth: Auth, hosts: set[str] | None = None, private: bool = False
+) -> Starlette:
+    """The dashboard for `settings`; `hosts` are the Host names answered (None: any);
+    `private`: every page needs a login, not only the actions."""
     scrub = views.scrubber((auth.token,))
-    dash = Dashboard(settings, auth, _templates(), Broadcaster(lambda: snapshot(settings), scrub))
+    live = Broadcaster(lambda: snapshot(settings), scrub)
+    dash = Dashboard(settings, auth, _templates(), live, private)
     routes = [
         *pages.routes(dash),
         Route("/login", partial(login, dash), methods=["GET", "POST"]),
@@ -131,6 +143,8 @@ def create_app(settings: Settings, auth: Auth, hosts: set[str] | None = None) ->
 
 
 async def events(dash: Dashboard, request: Request) -> Response:
+    if not dash.may_read(request):
+        return JSONResponse({"error": "log in first"}, status_code=401)
     return StreamingResponse(dash.live.stream(), media_type="text/event-stream")
 
 

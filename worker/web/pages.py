@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from worker.errors import UsageError
@@ -19,7 +19,12 @@ if TYPE_CHECKING:
 
 def routes(dash: Dashboard) -> list[Route]:
     def page(handler: Callable[[Dashboard, Request], Response]) -> Callable[[Request], Response]:
-        return lambda request: handler(dash, request)
+        def serve(request: Request) -> Response:
+            if not dash.may_read(request):
+                return RedirectResponse("/login", status_code=303)
+            return handler(dash, request)
+
+        return serve
 
     return [
         Route("/", page(now_page)),

@@ -18,7 +18,7 @@ import uvicorn
 from worker.config import Settings
 from worker.errors import UsageError
 from worker.web.app import create_app
-from worker.web.auth import Auth, allowed_hosts, make_auth
+from worker.web.auth import Auth, allowed_hosts, is_loopback, make_auth
 
 TOKEN_ENV = "WORKER_DASHBOARD_TOKEN"
 
@@ -71,14 +71,22 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def prepare(
-    settings: Settings, *, host: str, port: int, token: str | None, name: str
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    name: str,
+    private: bool | None = None,
 ) -> tuple[Served, socket.socket]:
-    """The server and its bound socket; UsageError for an address refused without a token."""
+    """The server and its bound socket; UsageError for an address refused without a token.
+    Served beyond loopback, reading needs a login too (`private`; the tests may set it)."""
     auth = make_auth(host, token, name)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    app = create_app(settings, auth, allowed_hosts(host, bound))
+    private = not is_loopback(host) if private is None else private
+    app = create_app(settings, auth, allowed_hosts(host, bound), private=private)
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -107,10 +115,15 @@ def serve(
 
 @contextmanager
 def running(
-    settings: Settings, *, host: str = "127.0.0.1", token: str | None = None, name: str = "op"
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    name: str = "op",
+    private: bool | None = None,
 ) -> Iterator[Served]:
     """The dashboard on a free port in a thread, stopped on exit (tests, benchmarks)."""
-    served, sock = prepare(settings, host=host, port=0, token=token, name=name)
+    served, sock = prepare(settings, host=host, port=0, token=token, name=name, private=private)
     thread = threading.Thread(
         target=lambda: asyncio.run(served.server.serve(sockets=[sock])), daemon=True
     )
