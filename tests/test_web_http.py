@@ -427,3 +427,21 @@ def test_served_beyond_loopback_reading_needs_a_login_too(workspace: Path) -> No
         assert "May I drop the table?" in logged.get("/").text
     with dashboard(workspace) as served:  # on loopback, reading is open
         assert client(served).get("/").status_code == 200
+
+
+def test_the_listening_socket_says_it_is_tcp_so_answers_are_not_held_by_nagle(
+    workspace: Path,
+) -> None:
+    """asyncio turns Nagle's algorithm off only on sockets whose protocol is TCP; without it
+    every answer on a kept-alive connection (a browser's) waited for a delayed ACK (40 ms)."""
+    import socket
+
+    from worker.web.server import prepare
+
+    _served, sock = prepare(
+        load_settings(workspace), host="127.0.0.1", port=0, token=TOKEN, name="alice"
+    )
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
