@@ -38,8 +38,15 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "daemon",
         "The long-running processes: `worker serve` runs runs in one process, `worker "
-        "supervise` keeps it alive and promotes or rolls back revisions.",
-        ("worker.daemon", "worker.daemon.*", "worker.supervise_watch"),
+        "supervise` keeps it alive and promotes or rolls back revisions; `worker dashboard` "
+        "serves the web page.",
+        (
+            "worker.daemon",
+            "worker.daemon.*",
+            "worker.supervise_watch",
+            "worker.web",
+            "worker.web.*",
+        ),
     ),
     Layer(
         "run",

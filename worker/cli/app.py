@@ -85,6 +85,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "costs",
         "Report the recorded spend: the tasks' agent calls, and the reviewers' apart.",
     ),
+    "dashboard": (
+        "dashboard",
+        "Serve a web dashboard: machines, the running task live, waits to approve or reject, "
+        "the queue, history, spend. Binds 127.0.0.1; every action needs the token.",
+    ),
     "modes": ("modes", "Show and check the modes (modes/modes.json)."),
     "waits": ("waits", "Tasks waiting for an approval, a reply, a decision or a moment."),
     "intercom": (
