@@ -102,6 +102,20 @@ def execute(
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)
     result.branch = branch
+    return _conclude(settings, options, store, run_id, result, source, wait_path)
+
+
+def _conclude(
+    settings: Settings,
+    options: RunOptions,
+    store: Store,
+    run_id: int,
+    result: TaskResult,
+    source: TaskSource | None,
+    wait_path: Path | None,
+) -> TaskResult:
+    """The task's end: recorded, reported to its source, notified, then the reviewers."""
+    task = result.task
     store.record_result(  # before the source hears of it: a kill from here on loses nothing
         run_id,
         task_id=task.id,
@@ -111,7 +125,7 @@ def execute(
         modes=result.modes,
         iterations=len(result.iterations),
         cost_usd=result.cost_usd,
-        branch=branch,
+        branch=result.branch,
         reason_codes=result.reason_codes,
     )
     _report(settings, store, task, result, source, wait_path)
