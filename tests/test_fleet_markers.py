@@ -122,6 +122,7 @@ def test_two_machines_on_one_synced_inbox_run_each_message_once(tmp_path: Path) 
             "WORKER_FALLBACK__ENABLED": "false", "WORKER_REVIEW__ENABLED": "false",
             "WORKER_CLAUDE_BIN": str(wrapper), "FAKE_CLAUDE_SCRIPT": str(script),
             "FAKE_CLAUDE_LOG": str(logs[-1]),
+            "WORKER_SANDBOX__MODE": "off", "WORKER_SANDBOX__UNTRUSTED_MODE": "off",
         }  # fmt: skip
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "worker", "serve", "--interval", "0.05", "--workspace",

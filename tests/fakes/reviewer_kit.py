@@ -26,6 +26,9 @@ def review_settings(ws: Path, review: dict[str, Any] | None = None, **overrides:
             section[key] = {"enabled": True, **value}
         else:
             section[key] = value
+    # The stand-in reviewer keeps its call log outside the tree, which the agent's sandbox
+    # refuses: these tests are about the reviewers (tests/test_sandbox*.py about the box).
+    overrides.setdefault("sandbox", {"mode": "off", "untrusted_mode": "off"})
     return load_settings(ws, env={}, review=section, **overrides)
 
 
