@@ -50,6 +50,12 @@ def openai(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpen
         "request_max_retries = 1\n"
     )
     monkeypatch.setenv("CODEX_HOME", str(home))
+    # Codex makes its `codex-linux-sandbox` helper under CODEX_HOME, and refuses to where that
+    # lies in the temporary folder: then, with a system bubblewrap installed, every command of
+    # its workspace-write sandbox fails ("bwrap: execvp codex-linux-sandbox"). A CODEX_HOME of
+    # the user's lies outside it; here the temporary folder Codex sees is moved beside it.
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.setenv("SCRIPTED_OPENAI_KEY", "sk-test-scripted")
     yield server
     server.close()
