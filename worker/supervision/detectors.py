@@ -21,8 +21,11 @@ from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
     PERMISSION,
+    SIBLING_ERRORED,
     TOOL,
     answer_signature,
+    call_target,
+    echoed_values,
     canonical_mixed,
     canonical_strings,
     distinct_failing,
@@ -30,9 +33,11 @@ from worker.supervision.signals import (
     error_signature,
     failure_class,
     message_signature,
+    observation_signature,
     short,
+    waits,
 )
-from worker.supervision.streaks import Alternation, Streak
+from worker.supervision.streaks import Alternation, Cycle, Streak
 
 # Event kinds read once: on Python 3.11 `EventKind.X` costs ten global reads (EnumType has
 # a __getattr__), and this runs for every event.
@@ -53,7 +58,21 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
 _FAILURE = itemgetter(1)
 # Calls described at once (see _on_call), cleared when full: a few MB at the most.
 _DESCRIBED = 1024
-_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False)
+_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False, ("", False, False, ()))
+# A call as the detectors see it: tool, canonical arguments, "tool args", whether it writes
+# files, and (its target, whether its arguments hold prose, whether it waits, the strings
+# of its arguments that an error may quote back).
+Where = tuple[str, bool, bool, tuple[str, ...]]
+Described = tuple[str, str, str, bool, Where]
+# What a model call adds to the context before the transcript shows its own rate (ours: a
+# Claude Code turn with a tool result adds a few thousand tokens, a file read tens).
+_TYPICAL_GROWTH = 10_000
+# Kinds whose urgent level cuts the agent short: urgent only after this many agent turns in a
+# row without progress (no new result, no file change). Ours: the strongest evidence is a
+# pattern that goes on while nothing is learned; one that teaches the agent something along
+# the way (a message repeated between new findings) stays a nudge.
+_QUIET_FOR_URGENT = 2
+_GATED = frozenset({"loop", "repeated_error", "repeated_message", "oscillation"})
 
 
 class StreamDetectors:
@@ -84,9 +103,9 @@ class StreamDetectors:
         self._tools: dict[str, tuple[bool, Threshold | None, Threshold | None]] = {}
         self._in_turn = False
         # tool_id -> ((tool, canonical args, "tool args", writes files), seq, line) of the call
-        self._calls: dict[str, tuple[tuple[str, str, str, bool], int, int]] = {}
+        self._calls: dict[str, tuple[Described, int, int]] = {}
         # (tool, argument items) -> (tool, canonical args, "tool args", writes files)
-        self._described: dict[tuple[str, tuple[Any, ...]], tuple[str, str, str, bool]] = {}
+        self._described: dict[tuple[str, tuple[Any, ...]], Described] = {}
         self._known = Knowledge()
         self._cli = CliErrors()
         self._reject = Rejections()
@@ -95,11 +114,19 @@ class StreamDetectors:
         self._message = Streak()
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
+        self._cycle = Cycle(settings.cycle_longest)
+        self._fail_turn = -1  # the turn (parallel batch) of the failure last counted
+        self._fail_targets: set[str] = set()  # what the failures of the streak acted on
+        self._fail_moved = 0  # failures of the streak that went somewhere new
+        self._ok_turn = -1  # the last turn in which a call succeeded
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
         # Settings read for every turn or usage event, as plain attributes (a pydantic model's
         # attribute is three times slower to read).
         self._stall_turns = settings.stall_turns
         self._context_warn, self._context_urgent = settings.context_warn, settings.context_urgent
+        self._context_turns = (settings.context_warn_turns, settings.context_urgent_turns)
+        self._context_last: int | None = None  # the tokens of the last usage
+        self._context_growth: float | None = None  # tokens a turn adds, lately
         # The shortest runs that can be an oscillation: of any results, of failing ones.
         self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
         # (tool, failure class, seq, line, turn) of the failures among the last results. A
@@ -198,7 +225,7 @@ class StreamDetectors:
 
     def _describe(
         self, tool: str, args: dict[str, Any] | None, seen: tuple[str, tuple[Any, ...]] | None
-    ) -> tuple[str, str, str, bool]:
+    ) -> Described:
         """A call's tool, canonical arguments, key ("tool args", what the knowledge and the
         alternation compare) and whether it writes files; kept for calls of short strings
         (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
@@ -207,7 +234,10 @@ class StreamDetectors:
         if canonical is None:  # not all short strings (so there are arguments)
             canonical = canonical_mixed(args or {}, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
-        described = (tool, canonical, f"{tool} {canonical}", writes)
+        plain = args if not args or self._volatile.isdisjoint(args) else _without(args, self._volatile)
+        target, prose = call_target(plain)
+        where = (target, prose, waits(plain), echoed_values(plain))
+        described = (tool, canonical, f"{tool} {canonical}", writes, where)
         if kept is not None:
             if len(self._described) >= _DESCRIBED:
                 self._described.clear()
@@ -229,7 +259,7 @@ class StreamDetectors:
         self._in_turn = False
         # A pattern of results starts at the call of its first result.
         call = self._calls.pop(event.tool_id or "", None) or (_UNKNOWN_CALL, self.seq, event.index)
-        (tool, args, key, writes), seq, line = call
+        (tool, args, key, writes, where), seq, line = call
         self._cli.worked()
         exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
         if exempt:
@@ -237,14 +267,16 @@ class StreamDetectors:
         failed = event.is_error
         if failed:
             error = event.error or event.text
+            if error and SIBLING_ERRORED in error[:200]:
+                return  # cancelled with its batch: it never ran (the batch counts once)
             cls = failure_class(error)
             self.tool_failures += 1
-            self._repeated_error(tool, args, error, cls, error_limit, seq, line, found)
+            self._repeated_error(tool, args, error, cls, error_limit, where, seq, line, found)
             answer = "<error>"
         else:
             cls = None
-            if self._fail.key is not None and self._fail.key[0] == tool:
-                self._fail.reset()  # the agent got past that failure
+            self._fail.reset()  # a call that works ends the streak: another way, or past it
+            self._ok_turn = self.turn
             answer = answer_signature(event.text)
             # A success: progress when it writes or teaches something new.
             if writes:
@@ -264,10 +296,51 @@ class StreamDetectors:
         if loop_limit is not None and count >= loop_limit.warn:
             found.append(self._loop(tool, args, count, loop_limit))
         self._oscillation(tool, key, failed, seq, line, found)
-        if failed:  # a success leaves no failure in the window (see _results)
+        self._cycles(tool, where, writes and not failed, failed, event, seq, line, found)
+        # A failure in a turn where another call already worked is one the agent has a way
+        # around (a parallel batch that also tried another tool): no cascade of its own.
+        if failed and self._ok_turn != self.turn:
             self._results.append((tool, cls, seq, line, self.turn))
             self._failing = True
             self._cascades(found)
+
+    def _cycles(
+        self,
+        tool: str,
+        where: Where,
+        wrote: bool,
+        failed: bool,
+        event: AgentEvent,
+        seq: int,
+        line: int,
+        found: list[Sighting],
+    ) -> None:
+        """The same few steps (a call's tool, its target and its result, numbers and ids
+        blurred) coming round again. A file change starts afresh (edit, run, edit, run is
+        work), and so does a wait (a cycle around a `sleep` is polling)."""
+        target, prose, waiting, echoed = where
+        if wrote or waiting:
+            self._cycle.reset()
+            return
+        if failed:
+            outcome = "!" + (error_signature(event.error or event.text, echoed) or "<no text>")
+        else:  # a reply to prose (a person's answer) is worded anew each time
+            outcome = "" if prose else observation_signature(event.text)
+        rounds = self._cycle.push((tool, target, outcome), seq, line)
+        limit = self.s.thresholds["cycle"]
+        if rounds < limit.warn:
+            return
+        cycle = self._cycle
+        found.append(
+            self._sighting(
+                "cycle",
+                _level(rounds, limit),
+                f"{cycle.period} steps",
+                (cycle.start, cycle.line),
+                rounds,
+                {"steps": cycle.period, "last": tool, "target": short(target, 80)},
+            )
+        )
 
     def _on_error(self, event: AgentEvent, found: list[Sighting]) -> None:
         self.errors += 1
@@ -300,18 +373,36 @@ class StreamDetectors:
         error: str | None,
         cls: str | None,
         limit: Threshold | None,
+        where: Where,
         seq: int,
         line: int,
         found: list[Sighting],
     ) -> None:
-        count = self._fail.push((tool, error_signature(error)), seq, line)
+        """The same error again. Two errors are the same when their own words are (an error
+        with none, only a wrapper or an exit code, is told apart by its call); a parallel
+        batch counts once; and a failure on a target the streak has not touched yet (a path
+        one level up, another input) is exploration, not a repeat."""
+        target = where[0]
+        sig = (tool, error_signature(error, where[3]) or f"<no text> {args}")
+        streak = self._fail
+        if sig == streak.key and self._fail_turn == self.turn:
+            return  # another call of the same batch, failing for the same reason
+        self._fail_turn = self.turn
+        if streak.push(sig, seq, line) == 1:
+            self._fail_targets = {target}
+            self._fail_moved = 0
+            return
+        if target not in self._fail_targets:
+            self._fail_targets.add(target)
+            self._fail_moved += 1
+        count = streak.count - self._fail_moved
         if limit is not None and count >= limit.warn:
             found.append(
                 self._sighting(
                     "repeated_error",
                     _level(count, limit),
-                    f"{tool} {self._fail.key[1]}",
-                    (self._fail.start, self._fail.line),
+                    f"{tool} {sig[1]}",
+                    (streak.start, streak.line),
                     count,
                     partial(_error_evidence, tool, args, error, cls),
                 )
@@ -419,16 +510,41 @@ class StreamDetectors:
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
         if self.peak_context_fill is None or fill > self.peak_context_fill:
             self.peak_context_fill = fill
+        turns_left = self._turns_left(tokens, window)
         if fill < self._context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
         if self._context is None:
             self._context = (self.seq, event.index)
-        level = URGENT if fill >= self._context_urgent else WARN
-        evidence = {"tokens": tokens, "window": window, "fill": fill, "model": self.model}
+        # Scaled to the window and to the work: a fill that leaves room for many more turns
+        # at the rate the context has been growing is no reason to wrap up.
+        if turns_left > self._context_turns[0]:
+            return
+        urgent = fill >= self._context_urgent and turns_left <= self._context_turns[1]
+        level = URGENT if urgent else WARN
+        evidence = {
+            "tokens": tokens,
+            "window": window,
+            "fill": fill,
+            "model": self.model,
+            "turns_left": round(turns_left, 1),
+        }
         found.append(
             self._sighting("context", level, "context", self._context, round(fill * 100), evidence)
         )
+
+    def _turns_left(self, tokens: int, window: int) -> float:
+        """How many more model calls the window holds at the rate the context grew lately:
+        each call's growth (a usage that went up) averaged with the ones before, and
+        `_TYPICAL_GROWTH` before any is seen."""
+        last = self._context_last
+        if last is not None and tokens > last:
+            grew = tokens - last
+            before = self._context_growth
+            self._context_growth = grew if before is None else (before + grew) / 2
+        self._context_last = tokens
+        growth = self._context_growth or _TYPICAL_GROWTH
+        return max(0, window - tokens) / growth
 
     def window(self) -> int:
         """The context window: the first configured match among the names we know.
@@ -458,6 +574,8 @@ class StreamDetectors:
     ) -> Sighting:
         """A pattern sighted at the current event; `since` is (seq, line) of its first event.
         The same episode (kind, key and start) is the same Sighting, updated."""
+        if level != WARN and kind in _GATED and self._since_progress < _QUIET_FOR_URGENT:
+            level = WARN  # something was learned just now: not the strongest evidence
         live = self._live.get(kind)
         if live is None or live.start != since[0] or live.key != key:
             live = self._live[kind] = Sighting(
@@ -490,6 +608,10 @@ class StreamDetectors:
 
 # The evidence of a loop, a repeated error and a repeated message: built when the sighting's
 # Anomaly is asked for (a repeat sighting's is rarely read), from the values of its time.
+
+
+def _without(args: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {key: value for key, value in args.items() if key not in keys}
 
 
 def _loop_evidence(tool: str, args: str) -> dict[str, Any]:

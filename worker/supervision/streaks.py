@@ -57,3 +57,57 @@ class Alternation:
     def reset(self) -> None:
         self.prev = self.prev2 = None
         self.length = 0
+
+
+
+class Cycle:
+    """The same sequence of 2 to `longest` steps coming round again (A B C A B C), kept
+    incrementally: for each period p, how many steps in a row equal the step p before them.
+    A run of one step (A A A) is a loop, not a cycle, and is left to the loop check."""
+
+    __slots__ = ("_at", "_runs", "_since", "_steps", "line", "period", "start")
+
+    def __init__(self, longest: int = 4) -> None:
+        self._steps: list[Any] = []  # the last `longest` steps, oldest first
+        self._at: list[tuple[int, int]] = []  # their (seq, line)
+        self._runs = [0] * (longest + 1)
+        self._since = [(0, 0)] * (longest + 1)  # where each period's run began
+        self.period = 0  # of the cycle the last push found, 0 for none
+        self.start = 0
+        self.line = 0
+
+    def push(self, key: Any, seq: int, line: int) -> int:
+        """Add a step; how many times the longest-running cycle has come round (2 once a
+        sequence is seen twice in a row), 0 when none has."""
+        steps, runs = self._steps, self._runs
+        n, best, period = len(steps), 0, 0
+        for p in range(2, n + 1):
+            if steps[n - p] == key:
+                runs[p] += 1
+                if runs[p] == 1:
+                    self._since[p] = self._at[n - p]
+                rounds = (runs[p] + p) // p
+                if rounds > best and runs[p] >= p and _varied(steps, p):
+                    best, period = rounds, p
+            else:
+                runs[p] = 0
+        self.period = period
+        if period:
+            self.start, self.line = self._since[period]
+        steps.append(key)
+        self._at.append((seq, line))
+        if n + 1 > len(runs) - 1:
+            del steps[0], self._at[0]
+        return best
+
+    def reset(self) -> None:
+        self._steps.clear()
+        self._at.clear()
+        self._runs = [0] * len(self._runs)
+        self.period = 0
+
+
+def _varied(steps: list[Any], p: int) -> bool:
+    """Whether the last p steps hold two different steps (else it is a loop)."""
+    last = steps[-p:]
+    return any(step != last[0] for step in last)
