@@ -163,7 +163,9 @@ def test_error_signatures_blur_numbers_but_keep_the_error() -> None:
     )
     # The whole of the error's own text, not its first or last line: two runs that fail
     # with different output are two errors.
-    assert error_signature("Exit code 1\nfoo\n2 failed") != error_signature("Exit code 1\nbar\n2 failed")
+    assert error_signature("Exit code 1\nfoo\n2 failed") != error_signature(
+        "Exit code 1\nbar\n2 failed"
+    )
     assert error_signature("Exit code 1\nImportError") != error_signature("Exit code 1\nOK?")
     assert failure_class("connect ECONNREFUSED 127.0.0.1:5432") == "infrastructure"
     assert failure_class("The user doesn't want to proceed with this tool use.") == "permission"

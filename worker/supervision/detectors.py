@@ -25,10 +25,10 @@ from worker.supervision.signals import (
     TOOL,
     answer_signature,
     call_target,
-    echoed_values,
     canonical_mixed,
     canonical_strings,
     distinct_failing,
+    echoed_values,
     error_head,
     error_signature,
     failure_class,
@@ -234,7 +234,9 @@ class StreamDetectors:
         if canonical is None:  # not all short strings (so there are arguments)
             canonical = canonical_mixed(args or {}, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
-        plain = args if not args or self._volatile.isdisjoint(args) else _without(args, self._volatile)
+        plain = (
+            args if not args or self._volatile.isdisjoint(args) else _without(args, self._volatile)
+        )
         target, prose = call_target(plain)
         where = (target, prose, waits(plain), echoed_values(plain))
         described = (tool, canonical, f"{tool} {canonical}", writes, where)

@@ -387,7 +387,9 @@ _PROSE = frozenset(
     | {"note", "question", "prompt"}
 )
 # A call whose purpose is to wait (polling CI between checks): a cycle around it is polling.
-_WAITS = re.compile(r"(?i)(?:^|[;&|(]\s*)(?:sleep|wait|timeout)\b|\bgh\s+(?:run|pr)\s+(?:watch|checks\s+--watch)")
+_WAITS = re.compile(
+    r"(?i)(?:^|[;&|(]\s*)(?:sleep|wait|timeout)\b|\bgh\s+(?:run|pr)\s+(?:watch|checks\s+--watch)"
+)
 _TRANSLATE_DIGITS = str.maketrans("0123456789", "##########")
 
 

@@ -59,7 +59,6 @@ class Alternation:
         self.length = 0
 
 
-
 class Cycle:
     """The same sequence of 2 to `longest` steps coming round again (A B C A B C), kept
     incrementally: for each period p, how many steps in a row equal the step p before them.
