@@ -64,9 +64,6 @@ _UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False, ("", False, False, ()))
 # of its arguments that an error may quote back).
 Where = tuple[str, bool, bool, tuple[str, ...]]
 Described = tuple[str, str, str, bool, Where]
-# What a model call adds to the context before the transcript shows its own rate (ours: a
-# Claude Code turn with a tool result adds a few thousand tokens, a file read tens).
-_TYPICAL_GROWTH = 10_000
 # Kinds whose urgent level cuts the agent short: urgent only after this many agent turns in a
 # row without progress (no new result, no file change). Ours: the strongest evidence is a
 # pattern that goes on while nothing is learned; one that teaches the agent something along
@@ -114,7 +111,8 @@ class StreamDetectors:
         self._message = Streak()
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
-        self._cycle = Cycle(settings.cycle_longest)
+        self._cycle = Cycle(settings.cycle_longest)  # of steps whose results are alike
+        self._calls_cycle = Cycle(settings.cycle_longest)  # of calls and their failures
         self._fail_turn = -1  # the turn (parallel batch) of the failure last counted
         self._fail_targets: set[str] = set()  # what the failures of the streak acted on
         self._fail_moved = 0  # failures of the streak that went somewhere new
@@ -297,8 +295,8 @@ class StreamDetectors:
         count = self._call.push((tool, args, answer), seq, line)
         if loop_limit is not None and count >= loop_limit.warn:
             found.append(self._loop(tool, args, count, loop_limit))
-        self._oscillation(tool, key, failed, seq, line, found)
-        self._cycles(tool, where, writes and not failed, failed, event, seq, line, found)
+        self._oscillation(tool, key, failed and not where[2], seq, line, found, where[2])
+        self._cycles(tool, args, where, writes and not failed, failed, event, seq, line, found)
         # A failure in a turn where another call already worked is one the agent has a way
         # around (a parallel batch that also tried another tool): no cascade of its own.
         if failed and self._ok_turn != self.turn:
@@ -309,6 +307,7 @@ class StreamDetectors:
     def _cycles(
         self,
         tool: str,
+        args: str,
         where: Where,
         wrote: bool,
         failed: bool,
@@ -317,30 +316,42 @@ class StreamDetectors:
         line: int,
         found: list[Sighting],
     ) -> None:
-        """The same few steps (a call's tool, its target and its result, numbers and ids
-        blurred) coming round again. A file change starts afresh (edit, run, edit, run is
-        work), and so does a wait (a cycle around a `sleep` is polling)."""
+        """The same few steps coming round again: each step a call's tool, its target and its
+        result (numbers and ids blurred). Two counts: every result alike, or (3 steps or
+        more) the same calls (prose aside) and the same failure, the other results worded
+        anew (a colleague's reply, a page's text). A file change starts afresh (edit, run, edit, run
+        is work), and so does a wait (a cycle around a `sleep` is polling)."""
         target, prose, waiting, echoed = where
         if wrote or waiting:
             self._cycle.reset()
+            self._calls_cycle.reset()
             return
         if failed:
             outcome = "!" + (error_signature(event.error or event.text, echoed) or "<no text>")
         else:  # a reply to prose (a person's answer) is worded anew each time
             outcome = "" if prose else observation_signature(event.text)
-        rounds = self._cycle.push((tool, target, outcome), seq, line)
-        limit = self.s.thresholds["cycle"]
-        if rounds < limit.warn:
-            return
+        alike = self._cycle.push((tool, target, outcome), seq, line)
+        call = target if prose else args  # the call itself, its prose left out
+        loose = self._calls_cycle.push((tool, call, outcome if failed else ""), seq, line)
         cycle = self._cycle
+        if loose > alike:
+            calls = self._calls_cycle
+            if calls.period >= 3 and calls.fails():
+                alike, cycle = loose, calls
+        if not alike:
+            return
+        limit = self.s.thresholds["cycle"]
+        level = _level(alike, limit) if alike >= limit.warn else None
+        if cycle.fails():
+            # The same failure after the same steps: a nudge once the sequence came round
+            # twice, a stop when the agent sets off on it a third time.
+            level = URGENT if cycle.matched > cycle.period else WARN
+        if level is None:
+            return
+        evidence = {"steps": cycle.period, "last": tool, "target": short(target, 80)}
         found.append(
             self._sighting(
-                "cycle",
-                _level(rounds, limit),
-                f"{cycle.period} steps",
-                (cycle.start, cycle.line),
-                rounds,
-                {"steps": cycle.period, "last": tool, "target": short(target, 80)},
+                "cycle", level, f"{cycle.period} steps", (cycle.start, cycle.line), alike, evidence
             )
         )
 
@@ -411,10 +422,20 @@ class StreamDetectors:
             )
 
     def _oscillation(
-        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Sighting]
+        self,
+        tool: str,
+        key: str,
+        failed: bool,
+        seq: int,
+        line: int,
+        found: list[Sighting],
+        waiting: bool = False,
     ) -> None:
         # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
-        # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
+        # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4). A wait
+        # (`sleep` between two checks of CI) is polling, not an oscillation.
+        if waiting:
+            self._alt_calls.reset()
         calls = self._alt_calls.push(key, seq, line)
         if failed:
             fails = self._alt_fail.push(tool, seq, line)
@@ -537,15 +558,17 @@ class StreamDetectors:
 
     def _turns_left(self, tokens: int, window: int) -> float:
         """How many more model calls the window holds at the rate the context grew lately:
-        each call's growth (a usage that went up) averaged with the ones before, and
-        `_TYPICAL_GROWTH` before any is seen."""
+        each call's growth (a usage that went up) averaged with the ones before. Before any
+        growth is seen, none left at the urgent fill, else as many as it takes."""
         last = self._context_last
         if last is not None and tokens > last:
             grew = tokens - last
             before = self._context_growth
             self._context_growth = grew if before is None else (before + grew) / 2
         self._context_last = tokens
-        growth = self._context_growth or _TYPICAL_GROWTH
+        growth = self._context_growth
+        if growth is None:  # one usage so far: no rate yet, the next turn will tell
+            return 0.0 if tokens >= window * self._context_urgent else float("inf")
         return max(0, window - tokens) / growth
 
     def window(self) -> int:

@@ -89,8 +89,9 @@ def _thresholds() -> dict[str, dict[str, int]]:
         # urgent at 3, the "same error 3 times" of OpenHands and SWE-agent's 3 requeries.
         "cli_error": {"warn": 2, "urgent": 3},
         # the same 2 to `cycle_longest` steps (call, target, result with numbers blurred)
-        # coming round again: ours, 3 rounds to nudge and 4 to stop; a file change or a wait
-        # starts the count afresh.
+        # coming round again: ours, 3 rounds to nudge and 4 to stop; when a step of it fails
+        # the same way each round, 2 rounds to nudge and the first step of a third to stop.
+        # A file change or a wait starts the count afresh.
         "cycle": {"warn": 3, "urgent": 4},
     }
 

@@ -64,7 +64,7 @@ class Cycle:
     incrementally: for each period p, how many steps in a row equal the step p before them.
     A run of one step (A A A) is a loop, not a cycle, and is left to the loop check."""
 
-    __slots__ = ("_at", "_runs", "_since", "_steps", "line", "period", "start")
+    __slots__ = ("_at", "_runs", "_since", "_steps", "line", "matched", "period", "start")
 
     def __init__(self, longest: int = 4) -> None:
         self._steps: list[Any] = []  # the last `longest` steps, oldest first
@@ -72,6 +72,7 @@ class Cycle:
         self._runs = [0] * (longest + 1)
         self._since = [(0, 0)] * (longest + 1)  # where each period's run began
         self.period = 0  # of the cycle the last push found, 0 for none
+        self.matched = 0  # its steps that equal the step a period before them
         self.start = 0
         self.line = 0
 
@@ -91,6 +92,7 @@ class Cycle:
             else:
                 runs[p] = 0
         self.period = period
+        self.matched = runs[period] if period else 0
         if period:
             self.start, self.line = self._since[period]
         steps.append(key)
@@ -98,6 +100,12 @@ class Cycle:
         if n + 1 > len(runs) - 1:
             del steps[0], self._at[0]
         return best
+
+    def fails(self) -> bool:
+        """Whether the cycle last found holds a failing step (a key whose last item, the
+        outcome, starts with "!")."""
+        period = self.period
+        return period > 0 and any(str(step[-1]).startswith("!") for step in self._steps[-period:])
 
     def reset(self) -> None:
         self._steps.clear()
