@@ -64,6 +64,9 @@ _UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False, ("", False, False, ()))
 # of its arguments that an error may quote back).
 Where = tuple[str, bool, bool, tuple[str, ...]]
 Described = tuple[str, str, str, bool, Where]
+# What a model call adds to the context before the transcript shows its own rate (ours: a
+# Claude Code turn with a tool result adds a few thousand tokens, a file read tens).
+_TYPICAL_GROWTH = 10_000
 # Kinds whose urgent level cuts the agent short: urgent only after this many agent turns in a
 # row without progress (no new result, no file change). Ours: the strongest evidence is a
 # pattern that goes on while nothing is learned; one that teaches the agent something along
@@ -558,17 +561,15 @@ class StreamDetectors:
 
     def _turns_left(self, tokens: int, window: int) -> float:
         """How many more model calls the window holds at the rate the context grew lately:
-        each call's growth (a usage that went up) averaged with the ones before. Before any
-        growth is seen, none left at the urgent fill, else as many as it takes."""
+        each call's growth (a usage that went up) averaged with the ones before, and
+        `_TYPICAL_GROWTH` before any is seen."""
         last = self._context_last
         if last is not None and tokens > last:
             grew = tokens - last
             before = self._context_growth
             self._context_growth = grew if before is None else (before + grew) / 2
         self._context_last = tokens
-        growth = self._context_growth
-        if growth is None:  # one usage so far: no rate yet, the next turn will tell
-            return 0.0 if tokens >= window * self._context_urgent else float("inf")
+        growth = self._context_growth or _TYPICAL_GROWTH
         return max(0, window - tokens) / growth
 
     def window(self) -> int:
