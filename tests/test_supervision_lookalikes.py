@@ -281,6 +281,33 @@ def test_inspect_reads_the_evaluation_record_that_crashed_it(tmp_path: Path) -> 
     assert (report["format"], report["tool_calls"], report["tool_failures"]) == ("openhands", 1, 0)
 
 
+def test_mini_swe_agent_2_blocks_and_json_observations_are_read() -> None:
+    """mini-swe-agent 2 writes ```mswea_bash_command blocks (1.x: ```bash), and its 2.0
+    pre-releases answered tool calls with a JSON object: both were read as no command at all."""
+    call = {"id": "c1", "function": {"name": "bash", "arguments": '{"command": "make"}'}}
+    doc = {
+        "info": {"exit_status": "Submitted"},
+        "trajectory_format": "mini-swe-agent-1.1",
+        "messages": [
+            {"role": "system", "content": "You can run commands."},
+            {"role": "user", "content": "Fix it."},
+            {"role": "assistant", "content": "Look.\n```mswea_bash_command\nls -la\n```"},
+            {"role": "user", "content": "<returncode>0</returncode><output>\nsetup.py</output>"},
+            {"role": "assistant", "content": "Build it.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1",
+             "content": json.dumps({"returncode": 2, "output": "make: *** No targets."})},
+        ],
+    }  # fmt: skip
+    events = list(read_text(json.dumps(doc))[1])
+    calls = [e for e in events if e.kind is EventKind.TOOL_CALL]
+    results = [e for e in events if e.kind is EventKind.TOOL_RESULT]
+    assert [c.args for c in calls] == [{"command": "ls -la"}, {"command": "make"}]
+    assert [(r.is_error, r.text) for r in results] == [
+        (False, "setup.py"),
+        (True, "make: *** No targets."),
+    ]
+
+
 def run_worker(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TERM": "dumb", "COLUMNS": "120", "NO_COLOR": "1"}
     return subprocess.run(

@@ -317,7 +317,8 @@ def sweagent_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
 
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _OUTPUT_TAGS = re.compile(r"</?(?:returncode|output)>(?:-?\d+</returncode>)?")
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
+# mini-swe-agent 2 names its blocks ```mswea_bash_command; 1.x wrote ```bash.
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|mswea_bash_command)?\s*\n(.*?)\n```", re.S)
 
 
 def mini_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
@@ -346,24 +347,40 @@ def mini_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
                     raw_type="assistant",
                 )
         elif role == "tool" or (role == "user" and pending and _RETURNCODE.search(text[:200])):
-            code = _RETURNCODE.search(text[:200])
-            failed = code is not None and code.group(1) != "0"
+            code, body = _observation(text)
+            failed = code is not None and code != "0"
             tool_id = message.get("tool_call_id") if role == "tool" else pending
             pending = None
-            body = _OUTPUT_TAGS.sub("", text).strip()
             yield AgentEvent(
                 EventKind.TOOL_RESULT,
                 index,
                 tool_id=str(tool_id),
                 text=body,
                 is_error=failed,
-                error=(body or f"exit code {code.group(1)}") if code and failed else None,
+                error=(body or f"exit code {code}") if failed else None,
                 raw_type=str(role),
             )
         elif role == "user" and index > 1:
             yield AgentEvent(EventKind.OTHER, index, text=text, raw_type="user")
         elif role == "exit":
             yield AgentEvent(EventKind.RESULT, index, text=text, raw_type="exit")
+
+
+def _observation(text: str) -> tuple[str | None, str]:
+    """A command's return code and output: `<returncode>N</returncode><output>...` as
+    mini-swe-agent writes it, or the JSON object (`returncode`, `output` or its head and
+    tail) of its 2.0 pre-releases' tool-call template."""
+    if text.lstrip().startswith("{"):
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("returncode"), int):
+            parts = [obj.get(key) for key in ("output", "output_head", "output_tail")]
+            body = "\n".join(part for part in parts if isinstance(part, str))
+            return str(obj["returncode"]), body.strip()
+    code = _RETURNCODE.search(text[:200])
+    return (code.group(1) if code else None), _OUTPUT_TAGS.sub("", text).strip()
 
 
 def _chat_text(content: Any) -> str:
