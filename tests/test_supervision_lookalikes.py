@@ -377,3 +377,36 @@ def test_the_lookalike_figures_are_the_recorded_ones(split: str) -> None:
     assert now["false_alarms"] <= recorded["false_alarms"], now["false_alarm_files"]
     assert now["healthy_with_nudges"] <= recorded["healthy_with_nudges"]
     assert now["recall_on_time"] >= recorded["recall_on_time"], now["missed"]
+
+
+def _rounds(seq: list[str], shortest: int = 2, longest: int = 4) -> list[int]:
+    """Cycle.push's answer worked out from the whole sequence, step by step."""
+    out = []
+    for end in range(len(seq)):
+        best = 0
+        for p in range(shortest, longest + 1):
+            run = 0
+            while end - run - p >= 0 and seq[end - run] == seq[end - run - p]:
+                run += 1
+            last = seq[max(0, end - p + 1) : end + 1]
+            if run >= p and len(set(last)) > 1:
+                best = max(best, (run + p) // p)
+        out.append(best)
+    return out
+
+
+def test_the_incremental_cycle_count_is_the_plain_one() -> None:
+    """Cycle keeps a few counters and skips the common steps (none of the last ones, one step
+    over and over); on random sequences it answers what a count over the whole sequence
+    does."""
+    from random import Random
+
+    from worker.supervision.streaks import Cycle
+
+    random = Random(34)
+    for _ in range(400):
+        seq = [random.choice("AB" if random.random() < 0.3 else "ABCD") for _ in range(40)]
+        for shortest in (2, 3):
+            cycle = Cycle(4, shortest)
+            got = [cycle.push(key, n, n) for n, key in enumerate(seq)]
+            assert got == _rounds(seq, shortest), "".join(seq)

@@ -22,8 +22,10 @@ from worker.supervision.signals import (
     INFRASTRUCTURE,
     PERMISSION,
     SIBLING_ERRORED,
+    TARGET_KEYS,
     TOOL,
     answer_signature,
+    blur_digits,
     call_target,
     canonical_mixed,
     canonical_strings,
@@ -33,11 +35,10 @@ from worker.supervision.signals import (
     error_signature,
     failure_class,
     message_signature,
-    observation_signature,
     short,
     waits,
 )
-from worker.supervision.streaks import Alternation, Cycle, Streak
+from worker.supervision.streaks import Alternation, Cycle, Cycles, Streak
 
 # Event kinds read once: on Python 3.11 `EventKind.X` costs ten global reads (EnumType has
 # a __getattr__), and this runs for every event.
@@ -58,11 +59,11 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
 _FAILURE = itemgetter(1)
 # Calls described at once (see _on_call), cleared when full: a few MB at the most.
 _DESCRIBED = 1024
-_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False, ("", False, False, ()))
+_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False, ("", False, False, None))
 # A call as the detectors see it: tool, canonical arguments, "tool args", whether it writes
-# files, and (its target, whether its arguments hold prose, whether it waits, the strings
-# of its arguments that an error may quote back).
-Where = tuple[str, bool, bool, tuple[str, ...]]
+# files, and (its target, whether its arguments hold prose, whether it waits, its
+# arguments).
+Where = tuple[str, bool, bool, dict[str, Any] | None]
 Described = tuple[str, str, str, bool, Where]
 # What a model call adds to the context before the transcript shows its own rate (ours: a
 # Claude Code turn with a tool result adds a few thousand tokens, a file read tens).
@@ -97,6 +98,7 @@ class StreamDetectors:
         # The keys a call's description never reads: canonical arguments leave volatile keys
         # out, and shell_writes reads shell keys only (see _on_call).
         self._unread = self._volatile - SHELL_KEYS
+        self._volatile_read = self._volatile & TARGET_KEYS  # usually none
         self._progress_tools = frozenset(settings.progress_tools)
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         # tool -> (exempt, loop threshold, repeated-error threshold), asked of settings once
@@ -114,10 +116,9 @@ class StreamDetectors:
         self._message = Streak()
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
-        self._cycle = Cycle(settings.cycle_longest)  # of steps whose results are alike
-        self._calls_cycle = Cycle(settings.cycle_longest)  # of calls and their failures
+        self._cycles_of = Cycles(settings.cycle_longest)
         self._fail_turn = -1  # the turn (parallel batch) of the failure last counted
-        self._fail_targets: set[str] = set()  # what the failures of the streak acted on
+        self._fail_targets: set[str | bytes] = set()  # what the streak's failures acted on
         self._fail_moved = 0  # failures of the streak that went somewhere new
         self._ok_turn = -1  # the last turn in which a call succeeded
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
@@ -235,11 +236,14 @@ class StreamDetectors:
         if canonical is None:  # not all short strings (so there are arguments)
             canonical = canonical_mixed(args or {}, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
-        plain = (
-            args if not args or self._volatile.isdisjoint(args) else _without(args, self._volatile)
-        )
+        # Neither reads a volatile key unless the settings made one of theirs volatile: the
+        # first call of a memoised description stands for the others. The arguments are kept
+        # for an error that may quote them back (_echoed), read only when the call fails.
+        plain = args
+        if args and self._volatile_read and not self._volatile_read.isdisjoint(args):
+            plain = _without(args, self._volatile)
         target, prose = call_target(plain)
-        where = (target, prose, waits(plain), echoed_values(plain))
+        where = (target, prose, waits(plain), args)
         described = (tool, canonical, f"{tool} {canonical}", writes, where)
         if kept is not None:
             if len(self._described) >= _DESCRIBED:
@@ -274,13 +278,18 @@ class StreamDetectors:
                 return  # cancelled with its batch: it never ran (the batch counts once)
             cls = failure_class(error)
             self.tool_failures += 1
-            self._repeated_error(tool, args, error, cls, error_limit, where, seq, line, found)
+            sig = error_signature(error, self._echoed(where)) if error else ""
+            self._repeated_error(tool, args, error, sig, cls, error_limit, where, seq, line, found)
             answer = "<error>"
+            outcome: str | bytes = "!" + (sig or "<no text>")
         else:
             cls = None
-            self._fail.reset()  # a call that works ends the streak: another way, or past it
+            if self._fail.key is not None:  # a call that works ends the streak (another
+                self._fail.reset()  # way, or past it); once, rather than after every success
             self._ok_turn = self.turn
             answer = answer_signature(event.text)
+            # A reply to prose (a person's answer) is worded anew each time.
+            outcome = "" if where[1] else blur_digits(answer[:300])
             # A success: progress when it writes or teaches something new.
             if writes:
                 self.progress += 1
@@ -299,7 +308,18 @@ class StreamDetectors:
         if loop_limit is not None and count >= loop_limit.warn:
             found.append(self._loop(tool, args, count, loop_limit))
         self._oscillation(tool, key, failed and not where[2], seq, line, found, where[2])
-        self._cycles(tool, args, where, writes and not failed, failed, event, seq, line, found)
+        # Cycles: the same few steps (tool, target, result with numbers blurred) coming round.
+        # A file change starts afresh (edit, run, edit, run is work), and so does a wait (a
+        # cycle around a `sleep` is polling).
+        if (writes and not failed) or where[2]:
+            self._cycles_of.reset()
+        else:
+            step = where[0] if where[1] else args  # the call itself, its prose left out
+            rounds, cycle = self._cycles_of.push(
+                (tool, where[0], outcome), (tool, step, outcome if failed else ""), seq, line
+            )
+            if rounds:
+                self._cycle(tool, where[0], rounds, cycle, found)
         # A failure in a turn where another call already worked is one the agent has a way
         # around (a parallel batch that also tried another tool): no cascade of its own.
         if failed and self._ok_turn != self.turn:
@@ -307,44 +327,14 @@ class StreamDetectors:
             self._failing = True
             self._cascades(found)
 
-    def _cycles(
-        self,
-        tool: str,
-        args: str,
-        where: Where,
-        wrote: bool,
-        failed: bool,
-        event: AgentEvent,
-        seq: int,
-        line: int,
-        found: list[Sighting],
+    def _cycle(
+        self, tool: str, target: str, rounds: int, cycle: Cycle, found: list[Sighting]
     ) -> None:
-        """The same few steps coming round again: each step a call's tool, its target and its
-        result (numbers and ids blurred). Two counts: every result alike, or (3 steps or
-        more) the same calls (prose aside) and the same failure, the other results worded
-        anew (a colleague's reply, a page's text). A file change starts afresh (edit, run, edit, run
-        is work), and so does a wait (a cycle around a `sleep` is polling)."""
-        target, prose, waiting, echoed = where
-        if wrote or waiting:
-            self._cycle.reset()
-            self._calls_cycle.reset()
-            return
-        if failed:
-            outcome = "!" + (error_signature(event.error or event.text, echoed) or "<no text>")
-        else:  # a reply to prose (a person's answer) is worded anew each time
-            outcome = "" if prose else observation_signature(event.text)
-        alike = self._cycle.push((tool, target, outcome), seq, line)
-        call = target if prose else args  # the call itself, its prose left out
-        loose = self._calls_cycle.push((tool, call, outcome if failed else ""), seq, line)
-        cycle = self._cycle
-        if loose > alike:
-            calls = self._calls_cycle
-            if calls.period >= 3 and calls.fails():
-                alike, cycle = loose, calls
-        if not alike:
-            return
+        """A cycle that came round `rounds` times: of steps whose results are alike, or (3
+        steps or more) of the same calls (prose aside) and the same failure, the other results
+        worded anew (a colleague's reply, a page's text)."""
         limit = self.s.thresholds["cycle"]
-        level = _level(alike, limit) if alike >= limit.warn else None
+        level = _level(rounds, limit) if rounds >= limit.warn else None
         if cycle.fails():
             # The same failure after the same steps: a nudge once the sequence came round
             # twice, a stop when the agent sets off on it a third time.
@@ -354,7 +344,7 @@ class StreamDetectors:
         evidence = {"steps": cycle.period, "last": tool, "target": short(target, 80)}
         found.append(
             self._sighting(
-                "cycle", level, f"{cycle.period} steps", (cycle.start, cycle.line), alike, evidence
+                "cycle", level, f"{cycle.period} steps", (cycle.start, cycle.line), rounds, evidence
             )
         )
 
@@ -387,6 +377,7 @@ class StreamDetectors:
         tool: str,
         args: str,
         error: str | None,
+        own: str,
         cls: str | None,
         limit: Threshold | None,
         where: Where,
@@ -394,12 +385,14 @@ class StreamDetectors:
         line: int,
         found: list[Sighting],
     ) -> None:
-        """The same error again. Two errors are the same when their own words are (an error
-        with none, only a wrapper or an exit code, is told apart by its call); a parallel
-        batch counts once; and a failure on a target the streak has not touched yet (a path
-        one level up, another input) is exploration, not a repeat."""
-        target = where[0]
-        sig = (tool, error_signature(error, where[3]) or f"<no text> {args}")
+        """The same error again (`own`, its error_signature). Two errors are the same when
+        their own words are (an error with none, only a wrapper or an exit code, is told
+        apart by its call); a parallel batch counts once; and a failure on a target the
+        streak has not touched yet (a path one level up, another input) is exploration, not
+        a repeat."""
+        # Numbers blurred: `/tmp/work-3/app.py` and `/tmp/work-4/app.py` are one place.
+        target = blur_digits(where[0])
+        sig = (tool, own or f"<no text> {args}")
         streak = self._fail
         if sig == streak.key and self._fail_turn == self.turn:
             return  # another call of the same batch, failing for the same reason
@@ -536,14 +529,23 @@ class StreamDetectors:
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
         if self.peak_context_fill is None or fill > self.peak_context_fill:
             self.peak_context_fill = fill
-        turns_left = self._turns_left(tokens, window)
+        last = self._context_last
+        if tokens != last:  # a model call since the last usage: how much it added lately
+            if last is not None and tokens > last:
+                before = self._context_growth
+                self._context_growth = (
+                    tokens - last if before is None else (before + tokens - last) / 2
+                )
+            self._context_last = tokens
         if fill < self._context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
         if self._context is None:
             self._context = (self.seq, event.index)
-        # Scaled to the window and to the work: a fill that leaves room for many more turns
-        # at the rate the context has been growing is no reason to wrap up.
+        # Scaled to the window and to the work: a fill that leaves room for many more model
+        # calls at the rate the context has been growing (each call's growth averaged with
+        # the ones before; _TYPICAL_GROWTH until one is seen) is no reason to wrap up.
+        turns_left = max(0, window - tokens) / (self._context_growth or _TYPICAL_GROWTH)
         if turns_left > self._context_turns[0]:
             return
         urgent = fill >= self._context_urgent and turns_left <= self._context_turns[1]
@@ -558,19 +560,6 @@ class StreamDetectors:
         found.append(
             self._sighting("context", level, "context", self._context, round(fill * 100), evidence)
         )
-
-    def _turns_left(self, tokens: int, window: int) -> float:
-        """How many more model calls the window holds at the rate the context grew lately:
-        each call's growth (a usage that went up) averaged with the ones before, and
-        `_TYPICAL_GROWTH` before any is seen."""
-        last = self._context_last
-        if last is not None and tokens > last:
-            grew = tokens - last
-            before = self._context_growth
-            self._context_growth = grew if before is None else (before + grew) / 2
-        self._context_last = tokens
-        growth = self._context_growth or _TYPICAL_GROWTH
-        return max(0, window - tokens) / growth
 
     def window(self) -> int:
         """The context window: the first configured match among the names we know.
@@ -610,6 +599,13 @@ class StreamDetectors:
         else:
             live.level, live.at, live.count, live.evidence = level, self.seq, count, evidence
         return live
+
+    def _echoed(self, where: Where) -> tuple[str, ...]:
+        """The strings of a failed call's arguments that its error may quote back."""
+        args = where[3]
+        if args and not self._volatile.isdisjoint(args):
+            args = _without(args, self._volatile)
+        return echoed_values(args)
 
     def _threshold(self, kind: str, tool: str) -> Threshold | None:
         key = (kind, tool)
