@@ -158,8 +158,13 @@ def test_volatile_ids_are_stripped_from_canonical_arguments() -> None:
 
 
 def test_error_signatures_blur_numbers_but_keep_the_error() -> None:
-    assert error_signature("Exit code 1\nfoo\n2 failed in 0.31s") == error_signature(
-        "Exit code 1\nbar\n3 failed in 1.02s"
+    assert error_signature("Exit code 1\nFAILED t.py\n2 failed in 0.31s") == error_signature(
+        "Exit code 2\nFAILED t.py\n3 failed in 1.02s"
+    )
+    # The whole of the error's own text, not its first or last line: two runs that fail
+    # with different output are two errors.
+    assert error_signature("Exit code 1\nfoo\n2 failed") != error_signature(
+        "Exit code 1\nbar\n2 failed"
     )
     assert error_signature("Exit code 1\nImportError") != error_signature("Exit code 1\nOK?")
     assert failure_class("connect ECONNREFUSED 127.0.0.1:5432") == "infrastructure"

@@ -126,7 +126,7 @@ def described_as_plain(settings: SupervisionSettings, calls: list[Any]) -> None:
     the plain functions describe it: `canonical_args` and `shell_writes`."""
     from worker.supervision.detectors import StreamDetectors
     from worker.supervision.progress import shell_writes
-    from worker.supervision.signals import canonical_args
+    from worker.supervision.signals import call_target, canonical_args, echoed_values, waits
 
     detectors = StreamDetectors(settings)
     volatile = frozenset(settings.volatile_keys)
@@ -138,7 +138,11 @@ def described_as_plain(settings: SupervisionSettings, calls: list[Any]) -> None:
             )
             plain = canonical_args(args, volatile)
             writes = tool == "Edit" or shell_writes(args)
-            assert detectors._calls[tool_id][0] == (tool, plain, f"{tool} {plain}", writes)
+            described = detectors._calls[tool_id][0]
+            assert described[:4] == (tool, plain, f"{tool} {plain}", writes)
+            kept = {k: v for k, v in (args or {}).items() if k not in volatile}
+            assert described[4][:3] == (*call_target(kept), waits(kept))
+            assert detectors._echoed(described[4]) == echoed_values(kept)
 
 
 def sentences(message: str) -> int:

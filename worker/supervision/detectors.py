@@ -21,18 +21,24 @@ from worker.supervision.settings import SupervisionSettings, Threshold
 from worker.supervision.signals import (
     INFRASTRUCTURE,
     PERMISSION,
+    SIBLING_ERRORED,
+    TARGET_KEYS,
     TOOL,
     answer_signature,
+    blur_digits,
+    call_target,
     canonical_mixed,
     canonical_strings,
     distinct_failing,
+    echoed_values,
     error_head,
     error_signature,
     failure_class,
     message_signature,
     short,
+    waits,
 )
-from worker.supervision.streaks import Alternation, Streak
+from worker.supervision.streaks import Alternation, Cycle, Cycles, Streak
 
 # Event kinds read once: on Python 3.11 `EventKind.X` costs ten global reads (EnumType has
 # a __getattr__), and this runs for every event.
@@ -53,7 +59,21 @@ _SESSION, _ERROR, _RESULT, _OTHER = (
 _FAILURE = itemgetter(1)
 # Calls described at once (see _on_call), cleared when full: a few MB at the most.
 _DESCRIBED = 1024
-_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False)
+_UNKNOWN_CALL = ("unknown", "{}", "unknown {}", False, ("", False, False, None))
+# A call as the detectors see it: tool, canonical arguments, "tool args", whether it writes
+# files, and (its target, whether its arguments hold prose, whether it waits, its
+# arguments).
+Where = tuple[str, bool, bool, dict[str, Any] | None]
+Described = tuple[str, str, str, bool, Where]
+# What a model call adds to the context before the transcript shows its own rate (ours: a
+# Claude Code turn with a tool result adds a few thousand tokens, a file read tens).
+_TYPICAL_GROWTH = 10_000
+# Kinds whose urgent level cuts the agent short: urgent only after this many agent turns in a
+# row without progress (no new result, no file change). Ours: the strongest evidence is a
+# pattern that goes on while nothing is learned; one that teaches the agent something along
+# the way (a message repeated between new findings) stays a nudge.
+_QUIET_FOR_URGENT = 2
+_GATED = frozenset({"loop", "repeated_error", "repeated_message", "oscillation"})
 
 
 class StreamDetectors:
@@ -78,15 +98,16 @@ class StreamDetectors:
         # The keys a call's description never reads: canonical arguments leave volatile keys
         # out, and shell_writes reads shell keys only (see _on_call).
         self._unread = self._volatile - SHELL_KEYS
+        self._volatile_read = self._volatile & TARGET_KEYS  # usually none
         self._progress_tools = frozenset(settings.progress_tools)
         self._thresholds: dict[tuple[str, str | None], Threshold | None] = {}
         # tool -> (exempt, loop threshold, repeated-error threshold), asked of settings once
         self._tools: dict[str, tuple[bool, Threshold | None, Threshold | None]] = {}
         self._in_turn = False
         # tool_id -> ((tool, canonical args, "tool args", writes files), seq, line) of the call
-        self._calls: dict[str, tuple[tuple[str, str, str, bool], int, int]] = {}
+        self._calls: dict[str, tuple[Described, int, int]] = {}
         # (tool, argument items) -> (tool, canonical args, "tool args", writes files)
-        self._described: dict[tuple[str, tuple[Any, ...]], tuple[str, str, str, bool]] = {}
+        self._described: dict[tuple[str, tuple[Any, ...]], Described] = {}
         self._known = Knowledge()
         self._cli = CliErrors()
         self._reject = Rejections()
@@ -95,11 +116,19 @@ class StreamDetectors:
         self._message = Streak()
         self._alt_calls = Alternation()
         self._alt_fail = Alternation()
+        self._cycles_of = Cycles(settings.cycle_longest)
+        self._fail_turn = -1  # the turn (parallel batch) of the failure last counted
+        self._fail_targets: set[str | bytes] = set()  # what the streak's failures acted on
+        self._fail_moved = 0  # failures of the streak that went somewhere new
+        self._ok_turn = -1  # the last turn in which a call succeeded
         self._osc: tuple[int, int] | None = None  # (start, line) of the live oscillation
         # Settings read for every turn or usage event, as plain attributes (a pydantic model's
         # attribute is three times slower to read).
         self._stall_turns = settings.stall_turns
         self._context_warn, self._context_urgent = settings.context_warn, settings.context_urgent
+        self._context_turns = (settings.context_warn_turns, settings.context_urgent_turns)
+        self._context_last: int | None = None  # the tokens of the last usage
+        self._context_growth: float | None = None  # tokens a turn adds, lately
         # The shortest runs that can be an oscillation: of any results, of failing ones.
         self._oscillating = (settings.thresholds["oscillation"].warn, settings.failing_alternation)
         # (tool, failure class, seq, line, turn) of the failures among the last results. A
@@ -198,7 +227,7 @@ class StreamDetectors:
 
     def _describe(
         self, tool: str, args: dict[str, Any] | None, seen: tuple[str, tuple[Any, ...]] | None
-    ) -> tuple[str, str, str, bool]:
+    ) -> Described:
         """A call's tool, canonical arguments, key ("tool args", what the knowledge and the
         alternation compare) and whether it writes files; kept for calls of short strings
         (equal strings are equal arguments; not so numbers, where 1 == 1.0 == True)."""
@@ -207,7 +236,15 @@ class StreamDetectors:
         if canonical is None:  # not all short strings (so there are arguments)
             canonical = canonical_mixed(args or {}, self._volatile)
         writes = tool in self._progress_tools or shell_writes(args)
-        described = (tool, canonical, f"{tool} {canonical}", writes)
+        # Neither reads a volatile key unless the settings made one of theirs volatile: the
+        # first call of a memoised description stands for the others. The arguments are kept
+        # for an error that may quote them back (_echoed), read only when the call fails.
+        plain = args
+        if args and self._volatile_read and not self._volatile_read.isdisjoint(args):
+            plain = _without(args, self._volatile)
+        target, prose = call_target(plain)
+        where = (target, prose, waits(plain), args)
+        described = (tool, canonical, f"{tool} {canonical}", writes, where)
         if kept is not None:
             if len(self._described) >= _DESCRIBED:
                 self._described.clear()
@@ -229,7 +266,7 @@ class StreamDetectors:
         self._in_turn = False
         # A pattern of results starts at the call of its first result.
         call = self._calls.pop(event.tool_id or "", None) or (_UNKNOWN_CALL, self.seq, event.index)
-        (tool, args, key, writes), seq, line = call
+        (tool, args, key, writes, where), seq, line = call
         self._cli.worked()
         exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
         if exempt:
@@ -237,15 +274,22 @@ class StreamDetectors:
         failed = event.is_error
         if failed:
             error = event.error or event.text
+            if error and SIBLING_ERRORED in error[:200]:
+                return  # cancelled with its batch: it never ran (the batch counts once)
             cls = failure_class(error)
             self.tool_failures += 1
-            self._repeated_error(tool, args, error, cls, error_limit, seq, line, found)
+            sig = error_signature(error, self._echoed(where)) if error else ""
+            self._repeated_error(tool, args, error, sig, cls, error_limit, where, seq, line, found)
             answer = "<error>"
+            outcome: str | bytes = "!" + (sig or "<no text>")
         else:
             cls = None
-            if self._fail.key is not None and self._fail.key[0] == tool:
-                self._fail.reset()  # the agent got past that failure
+            if self._fail.key is not None:  # a call that works ends the streak (another
+                self._fail.reset()  # way, or past it); once, rather than after every success
+            self._ok_turn = self.turn
             answer = answer_signature(event.text)
+            # A reply to prose (a person's answer) is worded anew each time.
+            outcome = "" if where[1] else blur_digits(answer[:300])
             # A success: progress when it writes or teaches something new.
             if writes:
                 self.progress += 1
@@ -263,11 +307,46 @@ class StreamDetectors:
         count = self._call.push((tool, args, answer), seq, line)
         if loop_limit is not None and count >= loop_limit.warn:
             found.append(self._loop(tool, args, count, loop_limit))
-        self._oscillation(tool, key, failed, seq, line, found)
-        if failed:  # a success leaves no failure in the window (see _results)
+        self._oscillation(tool, key, failed and not where[2], seq, line, found, where[2])
+        # Cycles: the same few steps (tool, target, result with numbers blurred) coming round.
+        # A file change starts afresh (edit, run, edit, run is work), and so does a wait (a
+        # cycle around a `sleep` is polling).
+        if (writes and not failed) or where[2]:
+            self._cycles_of.reset()
+        else:
+            step = where[0] if where[1] else args  # the call itself, its prose left out
+            rounds, cycle = self._cycles_of.push(
+                (tool, where[0], outcome), (tool, step, outcome if failed else ""), seq, line
+            )
+            if rounds:
+                self._cycle(tool, where[0], rounds, cycle, found)
+        # A failure in a turn where another call already worked is one the agent has a way
+        # around (a parallel batch that also tried another tool): no cascade of its own.
+        if failed and self._ok_turn != self.turn:
             self._results.append((tool, cls, seq, line, self.turn))
             self._failing = True
             self._cascades(found)
+
+    def _cycle(
+        self, tool: str, target: str, rounds: int, cycle: Cycle, found: list[Sighting]
+    ) -> None:
+        """A cycle that came round `rounds` times: of steps whose results are alike, or (3
+        steps or more) of the same calls (prose aside) and the same failure, the other results
+        worded anew (a colleague's reply, a page's text)."""
+        limit = self.s.thresholds["cycle"]
+        level = _level(rounds, limit) if rounds >= limit.warn else None
+        if cycle.fails():
+            # The same failure after the same steps: a nudge once the sequence came round
+            # twice, a stop when the agent sets off on it a third time.
+            level = URGENT if cycle.matched > cycle.period else WARN
+        if level is None:
+            return
+        evidence = {"steps": cycle.period, "last": tool, "target": short(target, 80)}
+        found.append(
+            self._sighting(
+                "cycle", level, f"{cycle.period} steps", (cycle.start, cycle.line), rounds, evidence
+            )
+        )
 
     def _on_error(self, event: AgentEvent, found: list[Sighting]) -> None:
         self.errors += 1
@@ -298,30 +377,61 @@ class StreamDetectors:
         tool: str,
         args: str,
         error: str | None,
+        own: str,
         cls: str | None,
         limit: Threshold | None,
+        where: Where,
         seq: int,
         line: int,
         found: list[Sighting],
     ) -> None:
-        count = self._fail.push((tool, error_signature(error)), seq, line)
+        """The same error again (`own`, its error_signature). Two errors are the same when
+        their own words are (an error with none, only a wrapper or an exit code, is told
+        apart by its call); a parallel batch counts once; and a failure on a target the
+        streak has not touched yet (a path one level up, another input) is exploration, not
+        a repeat."""
+        # Numbers blurred: `/tmp/work-3/app.py` and `/tmp/work-4/app.py` are one place.
+        target = blur_digits(where[0])
+        sig = (tool, own or f"<no text> {args}")
+        streak = self._fail
+        if sig == streak.key and self._fail_turn == self.turn:
+            return  # another call of the same batch, failing for the same reason
+        self._fail_turn = self.turn
+        if streak.push(sig, seq, line) == 1:
+            self._fail_targets = {target}
+            self._fail_moved = 0
+            return
+        if target not in self._fail_targets:
+            self._fail_targets.add(target)
+            self._fail_moved += 1
+        count = streak.count - self._fail_moved
         if limit is not None and count >= limit.warn:
             found.append(
                 self._sighting(
                     "repeated_error",
                     _level(count, limit),
-                    f"{tool} {self._fail.key[1]}",
-                    (self._fail.start, self._fail.line),
+                    f"{tool} {sig[1]}",
+                    (streak.start, streak.line),
                     count,
                     partial(_error_evidence, tool, args, error, cls),
                 )
             )
 
     def _oscillation(
-        self, tool: str, key: str, failed: bool, seq: int, line: int, found: list[Sighting]
+        self,
+        tool: str,
+        key: str,
+        failed: bool,
+        seq: int,
+        line: int,
+        found: list[Sighting],
+        waiting: bool = False,
     ) -> None:
         # Any results: A-B-A-B-A-B of identical calls (OpenHands 6). Failing results: tool A
-        # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4).
+        # fails, tool B fails, A fails, B fails (the spec; OpenHands warns at 4). A wait
+        # (`sleep` between two checks of CI) is polling, not an oscillation.
+        if waiting:
+            self._alt_calls.reset()
         calls = self._alt_calls.push(key, seq, line)
         if failed:
             fails = self._alt_fail.push(tool, seq, line)
@@ -419,13 +529,34 @@ class StreamDetectors:
         self.context_tokens, self.context_window, self.context_fill = tokens, window, fill
         if self.peak_context_fill is None or fill > self.peak_context_fill:
             self.peak_context_fill = fill
+        last = self._context_last
+        if tokens != last:  # a model call since the last usage: how much it added lately
+            if last is not None and tokens > last:
+                before = self._context_growth
+                self._context_growth = (
+                    tokens - last if before is None else (before + tokens - last) / 2
+                )
+            self._context_last = tokens
         if fill < self._context_warn:
             self._context = None  # compaction or a fresh session brought it down
             return
         if self._context is None:
             self._context = (self.seq, event.index)
-        level = URGENT if fill >= self._context_urgent else WARN
-        evidence = {"tokens": tokens, "window": window, "fill": fill, "model": self.model}
+        # Scaled to the window and to the work: a fill that leaves room for many more model
+        # calls at the rate the context has been growing (each call's growth averaged with
+        # the ones before; _TYPICAL_GROWTH until one is seen) is no reason to wrap up.
+        turns_left = max(0, window - tokens) / (self._context_growth or _TYPICAL_GROWTH)
+        if turns_left > self._context_turns[0]:
+            return
+        urgent = fill >= self._context_urgent and turns_left <= self._context_turns[1]
+        level = URGENT if urgent else WARN
+        evidence = {
+            "tokens": tokens,
+            "window": window,
+            "fill": fill,
+            "model": self.model,
+            "turns_left": round(turns_left, 1),
+        }
         found.append(
             self._sighting("context", level, "context", self._context, round(fill * 100), evidence)
         )
@@ -458,6 +589,8 @@ class StreamDetectors:
     ) -> Sighting:
         """A pattern sighted at the current event; `since` is (seq, line) of its first event.
         The same episode (kind, key and start) is the same Sighting, updated."""
+        if level != WARN and kind in _GATED and self._since_progress < _QUIET_FOR_URGENT:
+            level = WARN  # something was learned just now: not the strongest evidence
         live = self._live.get(kind)
         if live is None or live.start != since[0] or live.key != key:
             live = self._live[kind] = Sighting(
@@ -466,6 +599,13 @@ class StreamDetectors:
         else:
             live.level, live.at, live.count, live.evidence = level, self.seq, count, evidence
         return live
+
+    def _echoed(self, where: Where) -> tuple[str, ...]:
+        """The strings of a failed call's arguments that its error may quote back."""
+        args = where[3]
+        if args and not self._volatile.isdisjoint(args):
+            args = _without(args, self._volatile)
+        return echoed_values(args)
 
     def _threshold(self, kind: str, tool: str) -> Threshold | None:
         key = (kind, tool)
@@ -490,6 +630,10 @@ class StreamDetectors:
 
 # The evidence of a loop, a repeated error and a repeated message: built when the sighting's
 # Anomaly is asked for (a repeat sighting's is rarely read), from the values of its time.
+
+
+def _without(args: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {key: value for key, value in args.items() if key not in keys}
 
 
 def _loop_evidence(tool: str, args: str) -> dict[str, Any]:

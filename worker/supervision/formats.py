@@ -26,6 +26,7 @@ from worker.supervision.trajectories import (
     looks_like_mini,
     looks_like_openhands,
     looks_like_sweagent,
+    looks_like_v1,
     mini_events,
     openhands_events,
     sweagent_events,
@@ -87,7 +88,12 @@ def detect_format(lines: Iterable[str]) -> str | None:
             kind = obj.get("type") if "part" not in obj else None
             for fmt, signs in _SIGNS.items():
                 score[fmt] += kind in signs
-            openhands += "action" in obj or "observation" in obj or looks_like_openhands(obj)
+            openhands += (
+                "action" in obj
+                or "observation" in obj
+                or looks_like_v1(obj)
+                or looks_like_openhands(obj)
+            )
     best = max(score, key=lambda fmt: score[fmt])
     if score[best]:
         return best
@@ -229,15 +235,25 @@ def _histories(whole: Any, lines: list[str]) -> list[Any]:
     if isinstance(whole, list):
         return whole
     if isinstance(whole, dict):
-        return list(whole.get("history") or [])
+        return _history(whole) or []
     events: list[Any] = []
     for line in lines:
         obj = parse(line)
-        if isinstance(obj, dict) and isinstance(obj.get("history"), list):
-            events.extend(obj["history"])
+        history = _history(obj) if isinstance(obj, dict) else None
+        if history is not None:
+            events.extend(history)
         elif isinstance(obj, dict):
             events.append(obj)
     return events
+
+
+def _history(record: dict[str, Any]) -> list[Any] | None:
+    """The events a record carries: an evaluation's `history`, a conversation's `events`."""
+    for key in ("history", "events"):
+        value = record.get(key)
+        if isinstance(value, list):
+            return value
+    return None
 
 
 def _text_events(pieces: Iterable[str], normalise: Normaliser) -> Iterator[AgentEvent]:

@@ -19,10 +19,14 @@ from typing import Any
 
 from worker.errors import MalformedInput, UsageError
 from worker.supervision.anomaly import Anomaly, Sighting
-from worker.supervision.formats import FORMATS, read_file
+from worker.supervision.formats import FORMATS, UnreadableTranscript, read_file
 from worker.supervision.ladder import pace_rank
 from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import Steering, Watch
+
+# What a reader meets in a field of another type than its format's: a dict where a string
+# was expected (OpenHands V1's `observation`), a list where an object was.
+_SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError)
 
 
 @dataclass
@@ -87,6 +91,15 @@ def inspect_transcript(
             return replay(events, settings, str(path), found_fmt)
     except OSError as exc:
         raise MalformedInput(f"cannot read transcript {path}: {exc}") from exc
+    except UnreadableTranscript as exc:
+        raise UnreadableTranscript(f"{path}: {exc}") from exc
+    except _SHAPE_ERRORS as exc:
+        # A shape no reader foresaw (a field of another type than its format's): exit 65
+        # naming the file, never a traceback.
+        raise UnreadableTranscript(
+            f"{path}: not a transcript worker can read: an event of an unexpected shape "
+            f"({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
 
 
 @contextmanager

@@ -43,6 +43,7 @@ KINDS = (
     "repeated_error",
     "repeated_message",
     "oscillation",
+    "cycle",
     "cascade",
     "permission",
     "infrastructure",
@@ -87,6 +88,11 @@ def _thresholds() -> dict[str, dict[str, int]]:
         # the same CLI-level error (no tool ever ran) in consecutive sessions: nudge at 2,
         # urgent at 3, the "same error 3 times" of OpenHands and SWE-agent's 3 requeries.
         "cli_error": {"warn": 2, "urgent": 3},
+        # the same 2 to `cycle_longest` steps (call, target, result with numbers blurred)
+        # coming round again: ours, 3 rounds to nudge and 4 to stop; when a step of it fails
+        # the same way each round, 2 rounds to nudge and the first step of a third to stop.
+        # A file change or a wait starts the count afresh.
+        "cycle": {"warn": 3, "urgent": 4},
     }
 
 
@@ -170,6 +176,8 @@ class SupervisionSettings(BaseModel):
     cascade_window: int = Field(5, ge=2)
     # A-B-A-B with both sides failing warns at 4 (OpenHands).
     failing_alternation: int = Field(4, ge=4)
+    # The longest cycle looked for, in steps (ours; the loop check covers one step).
+    cycle_longest: int = Field(4, ge=2, le=8)
     # Turns without progress: 3 (Magentic-One), counted per iteration, decremented on
     # progress rather than reset.
     stall_iterations: int = Field(3, ge=1)
@@ -192,6 +200,11 @@ class SupervisionSettings(BaseModel):
     # Context fill: warn 0.80, urgent 0.90 (Goose, Cline; Roo Code keeps a 10% buffer).
     context_warn: float = Field(0.80, gt=0, lt=1)
     context_urgent: float = Field(0.90, gt=0, le=1)
+    # ... and only when the window holds no more than this many turns at the rate the context
+    # has been growing (ours: a fill that leaves room for the rest of the work is no alarm,
+    # whatever the window's size).
+    context_warn_turns: PositiveInt = 10
+    context_urgent_turns: PositiveInt = 3
     default_context_window: PositiveInt = 200_000
     # Model-name substring -> window; the first match wins. "[1m]" marks Claude's 1M beta.
     context_windows: dict[str, int] = Field(default_factory=lambda: {"[1m]": 1_000_000})

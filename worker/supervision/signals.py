@@ -39,9 +39,25 @@ _DURATION = re.compile(r"\d(?<!\w\d)\d*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|
 # the same kind): `/tmp/x/a.py`, `./src/b.ts`, `C:\\work\\c.txt`.
 _PATH = re.compile(r"(?<![\w.@~+-])(?:[A-Za-z]:)?[\w.@~+-]*[/\\][\w.@~/\\+-]*")
 _TAG = re.compile(r"</?tool_use_error>")
-# A first line that names no error by itself: Claude Code's Bash "Exit code N" and Python's
-# "Traceback (most recent call last):" put the error on the last line.
-_OPENER = re.compile(r"(?i)^\s*(exit code:? -?\d+|traceback \(most recent call last\):)\s*$")
+# The wrappers a harness puts around an error, which are not the error: mini-swe-agent's
+# `<returncode>N</returncode>` and `<output>` tags, Claude Code's `<tool_use_error>`, and
+# the like. Two failing commands with the same wrapper are not the same error.
+_WRAPPER_TAG = re.compile(
+    r"<returncode>\s*-?\d+\s*</returncode>|</?(?:tool_use_error|output|output_head|output_tail"
+    r"|stdout|stderr|error|exception|exception_info|warning|elided_chars)>"
+)
+# A first line that names no error by itself: an exit-code banner (Claude Code's Bash
+# "Exit code N", "Command exited with code N", OpenHands' "[Command finished with exit code N]")
+# and Python's "Traceback (most recent call last):" put the error on the last line.
+_OPENER = re.compile(
+    r"(?i)^\s*\[?(?:exit code:? -?\d+|(?:command |process )?(?:exited|finished|failed)"
+    r"(?: with)?(?: exit)? (?:code|status):? -?\d+\]?\.?|traceback \(most recent call last\):)\s*$"
+)
+# A tool's banner before the error's own words: "Error: ", "Tool execution failed: ".
+_BANNER = re.compile(
+    r"(?i)^\s*(?:error|tool error|tool execution (?:error|failed)|execution error"
+    r"|command failed|failed)\s*[:-]\s+"
+)
 # Python's site.py prints this before every start in an environment with a broken .pth file
 # (seen in SWE-bench images): it is the environment's noise, not the command's result.
 _PTH_WARNING = re.compile(
@@ -206,19 +222,49 @@ def error_head(text: str | None) -> str:
 
 @lru_cache(maxsize=_MEMO)
 def _error_head(text: str) -> str:
-    body = _PTH_WARNING.sub("", _TAG.sub("", text), count=1)
+    body = _PTH_WARNING.sub("", _WRAPPER_TAG.sub("\n", text), count=1)
     lines = [line for line in body[:2000].splitlines() if line.strip()]
     if not lines:
         return ""
-    head = lines[0].strip()
-    if _OPENER.match(head) and len(lines) > 1:
-        head = f"{head}: {lines[-1].strip()}"
-    return head[:300]
+    opened = False  # an exit-code banner or a traceback's opener: the error is last
+    while lines and _OPENER.match(lines[0]):
+        opened = True
+        if len(lines) == 1:
+            return lines[0].strip()[:300]  # the banner alone: no words of the error's own
+        lines.pop(0)
+    head = (lines[-1] if opened else lines[0]).strip()
+    return _BANNER.sub("", head, count=1)[:300] or head[:300]
 
 
-def error_signature(text: str | None) -> str:
-    """What makes two errors "the same": their heads, ids, paths, numbers and times blurred."""
-    return _blurred(error_head(text))
+def error_signature(text: str | None, echoed: Sequence[str] = ()) -> str:
+    """What makes two errors "the same": their own text (a harness's wrapper, an exit-code
+    banner, a tool's "Error:" and the call's own arguments quoted back, `echoed`, left out),
+    ids, paths, numbers and times blurred. Empty when the error has no words of its own (only
+    a wrapper or a bare exit code): the caller then tells two such errors apart by their
+    calls. Two linter runs on different inputs differ in what they report, though both
+    open with the same header."""
+    own = error_text(text)
+    for value in echoed:
+        if value in own:
+            own = own.replace(value, "<arg>")
+    return _blurred(own) if own else ""
+
+
+def error_text(text: str | None) -> str:
+    """An error's own text: wrappers, banners, exit-code lines and environment noise left
+    out, whitespace squeezed, at most 1,000 characters."""
+    return _error_text(text[:4000]) if text else ""
+
+
+@lru_cache(maxsize=_MEMO)
+def _error_text(text: str) -> str:
+    body = _PTH_WARNING.sub("", _WRAPPER_TAG.sub("\n", text), count=1)
+    lines = [line for line in body[:3000].splitlines() if line.strip()]
+    while lines and _OPENER.match(lines[0]):
+        lines.pop(0)
+    if lines:
+        lines[0] = _BANNER.sub("", lines[0], count=1)
+    return _squeeze(" ".join(lines))[:1000]
 
 
 def result_signature(text: str | None, limit: int = 2000) -> str:
@@ -310,3 +356,100 @@ def _shorten(text: str, limit: int) -> str:
 
 
 _short = lru_cache(maxsize=_MEMO)(_shorten)
+
+
+# Claude Code's answer to the other calls of a parallel batch when one of them fails: they
+# never ran, so they are not failures of their own.
+SIBLING_ERRORED = "Sibling tool call errored"
+# The argument that names what a call acts on (a file, a folder, a page, an element).
+_TARGET_KEYS = (
+    "file_path",
+    "path",
+    "notebook_path",
+    "filePath",
+    "absolute_path",
+    "file",
+    "filename",
+    "dir",
+    "directory",
+    "url",
+    "uri",
+    "selector",
+    "element",
+    "target",
+    "ref",
+)
+_NAMED = frozenset(_TARGET_KEYS)
+_SHELL = ("command", "cmd", "code", "script")
+_SHELL_SET = frozenset(_SHELL)
+# Arguments that are the agent's prose (a message to a person, a thought): worded anew each
+# time, they say nothing about where the call goes.
+_PROSE = frozenset(
+    {"message", "content", "text", "body", "thought", "reason", "summary", "explanation"}
+    | {"note", "question", "prompt"}
+)
+# A call whose purpose is to wait (polling CI between checks): a cycle around it is polling.
+_WAITS = re.compile(
+    r"(?i)(?:^|[;&|(]\s*)(?:sleep|wait|timeout)\b|\bgh\s+(?:run|pr)\s+(?:watch|checks\s+--watch)"
+)
+_TRANSLATE_DIGITS = str.maketrans("0123456789", "##########")
+_ASCII_DIGITS = bytes(ord("#") if 48 <= c <= 57 else c for c in range(256))
+
+
+def blur_digits(text: str) -> str | bytes:
+    """`text` with every digit a `#`, to compare with another so blurred (the bytes of an
+    ASCII text, translated in one C pass ten times faster than str.translate's table)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_DIGITS)
+    return text.translate(_TRANSLATE_DIGITS)
+
+
+def echoed_values(args: dict[str, Any] | None) -> tuple[str, ...]:
+    """The call's string arguments an error may quote back (an Edit's `old_string`), longest
+    first, at most 8; short ones (a flag, a number) are left in."""
+    if not args:
+        return ()
+    values = [v for v in args.values() if isinstance(v, str) and 4 <= len(v) <= 2000]
+    return tuple(sorted({_squeeze(v) for v in values}, key=len, reverse=True)[:8])
+
+
+# Every key call_target and waits read.
+TARGET_KEYS = _NAMED | _SHELL_SET | _PROSE
+
+
+def call_target(args: dict[str, Any] | None) -> tuple[str, bool]:
+    """What a call acts on, and whether its arguments hold prose: the first target-like
+    argument; for a shell command, its program and the paths it names (`ls /a/b` and `ls /a`
+    go to different places, two `python -c` one-liners to the same one); otherwise none (the
+    other arguments are a payload: an Edit's strings, a message). Ids blurred."""
+    if not args:
+        return "", False
+    prose = not _PROSE.isdisjoint(args)
+    named = _NAMED.intersection(args)  # usually none or one: looked for in C
+    for key in _TARGET_KEYS if len(named) > 1 else named:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return _strip_ids(value[:300]), prose
+    for key in _SHELL if not _SHELL_SET.isdisjoint(args) else ():
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return _strip_ids(_shell_target(value[:2000])), prose
+    return "", prose  # acts on nothing named: other arguments are its payload
+
+
+@lru_cache(maxsize=_MEMO)
+def _shell_target(command: str) -> str:
+    words = command.split(None, 1)
+    paths = _PATH.findall(command)
+    return " ".join([words[0] if words else "", *paths])[:300]
+
+
+def waits(args: dict[str, Any] | None) -> bool:
+    """A call that waits (a shell `sleep`, `gh run watch`): what polling is made of."""
+    if not args:
+        return False
+    for key in _SHELL:
+        value = args.get(key)
+        if isinstance(value, str) and _WAITS.search(value[:500]):
+            return True
+    return False

@@ -26,6 +26,8 @@ ACTIONS = {
     "repeated_message": "Step back and do something different from your last turns.",
     "oscillation": "Neither approach is converging; find out why one fails before switching "
     "again, or try a third way.",
+    "cycle": "Going round the same steps again will not change the outcome; find out why "
+    "the step that fails fails, or take another way.",
     "cascade": "Stop and verify your assumptions: working directory, file paths and environment.",
     "permission": "Those tools are not allowed in this run; work without them, or ask for "
     "them with STATUS wait.",
@@ -60,6 +62,11 @@ def evidence(anomaly: Anomaly) -> str:
         both = " and both keep failing" if ev.get("failing") else ""
         tools = " and ".join(ev["tools"])
         return f"Oscillation: you alternate between {tools}{both} ({n} results in a row)."
+    if kind == "cycle":
+        return (
+            f"Cycle: the same {ev['steps']} steps (ending with {ev['last']} "
+            f"`{ev['target']}`) came round {n} times in a row."
+        )
     if kind == "cascade":
         tools = ", ".join(ev["tools"])
         return f"Cascade: {n} different tools failed in the last {ev['window']} results ({tools})."

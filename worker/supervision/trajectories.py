@@ -46,13 +46,25 @@ _SWE_ERROR = re.compile(
 
 
 def openhands_events(history: list[Any]) -> Iterator[AgentEvent]:
-    """The events of one OpenHands history (a list of event dicts), in order."""
+    """The events of one OpenHands history (a list of event dicts), in order: the V0 events
+    (`action`/`observation` names) and the agent SDK's V1 events (`kind`: `ActionEvent`,
+    `ObservationEvent`, ...), even mixed. An event of a shape neither has becomes an ERROR
+    event naming it, and the replay goes on."""
     pending: str | None = None  # id of the last action, for histories without ids
+    known = 0
     for index, item in enumerate(history):
         if not isinstance(item, dict):
             yield AgentEvent(EventKind.ERROR, index, error="not an event", raw_type="invalid")
             continue
+        if _v1_kind(item) is not None:
+            known += 1
+            yield from _v1_events(item, index)
+            continue
         action, observation = item.get("action"), item.get("observation")
+        if not isinstance(action, str | None) or not isinstance(observation, str | None):
+            yield AgentEvent(EventKind.ERROR, index, error=_odd(item), raw_type="invalid")
+            continue
+        known += action is not None or observation is not None
         if observation is not None and action is None:
             if observation in _OH_QUIET:
                 yield AgentEvent(EventKind.OTHER, index, raw_type=str(observation))
@@ -69,6 +81,132 @@ def openhands_events(history: list[Any]) -> Iterator[AgentEvent]:
             yield event
         else:
             yield AgentEvent(EventKind.OTHER, index, raw_type="unknown")
+    if history and not known:
+        raise ValueError(
+            "no event of a shape OpenHands writes (V0 actions and observations, V1 kinds)"
+        )
+
+
+# The agent SDK's (V1) event kinds that are bookkeeping, not work.
+_V1_QUIET = frozenset(
+    {
+        "SystemPromptEvent",
+        "ConversationStateUpdateEvent",
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "PauseEvent",
+        "TokenEvent",
+        "LLMCompletionLogEvent",
+    }
+)
+_V1_KINDS = _V1_QUIET | {
+    "ActionEvent",
+    "ObservationEvent",
+    "MessageEvent",
+    "AgentErrorEvent",
+    "UserRejectObservation",
+}
+
+
+def _v1_kind(item: dict[str, Any]) -> str | None:
+    """The V1 kind of an event (`kind`, or `event` in a condensed log), None for a V0 one."""
+    kind = item.get("kind", item.get("event"))
+    return kind if isinstance(kind, str) and kind in _V1_KINDS else None
+
+
+def looks_like_v1(item: Any) -> bool:
+    return isinstance(item, dict) and _v1_kind(item) is not None
+
+
+def _v1_events(item: dict[str, Any], index: int) -> Iterator[AgentEvent]:
+    kind = _v1_kind(item)
+    if kind == "ActionEvent":
+        yield from _v1_action(item, index)
+    elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+        yield _v1_result(item, index, str(kind))
+    elif kind == "MessageEvent":
+        message = item.get("llm_message")
+        message = message if isinstance(message, dict) else item
+        text = _parts_text(message.get("content"))
+        if item.get("source") == "user" or message.get("role") == "user":
+            yield AgentEvent(EventKind.OTHER, index, text=text, raw_type="user")
+        elif text.strip():
+            yield AgentEvent(EventKind.TEXT, index, text=text, raw_type="message")
+    else:
+        yield AgentEvent(EventKind.OTHER, index, raw_type=str(kind))
+
+
+def _v1_action(item: dict[str, Any], index: int) -> Iterator[AgentEvent]:
+    thought = _parts_text(item.get("thought")) or _parts_text(item.get("reasoning_content"))
+    if thought.strip():
+        yield AgentEvent(EventKind.TEXT, index, text=thought, raw_type="thought")
+    action = item.get("action")
+    raw_call = item.get("tool_call")
+    call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
+    tool = str(item.get("tool_name") or call.get("name") or "unknown")
+    tool_id = item.get("tool_call_id") or call.get("id") or item.get("id") or f"oh-{index}"
+    if isinstance(action, dict):
+        args = {k: v for k, v in action.items() if k != "kind" and k not in _OH_ARG_NOISE}
+    else:
+        args = _call_args(call.get("arguments"))
+    if tool == "finish":
+        yield AgentEvent(
+            EventKind.RESULT, index, text=str(args.get("message") or ""), raw_type="finish"
+        )
+        return
+    yield AgentEvent(
+        EventKind.TOOL_CALL,
+        index,
+        tool=tool,
+        tool_id=str(tool_id),
+        args=args,
+        raw_type="ActionEvent",
+    )
+
+
+def _v1_result(item: dict[str, Any], index: int, kind: str) -> AgentEvent:
+    observation = item.get("observation")
+    if isinstance(observation, dict):
+        text = _parts_text(observation.get("content"))
+        code = _exit_code(observation)
+        failed = observation.get("is_error") is True or (code is not None and code != 0)
+    else:  # an agent error (a bad tool call), a user's rejection
+        text = str(item.get("error") or item.get("rejection_reason") or observation or "")
+        failed = True
+    if kind == "UserRejectObservation":
+        text = f"rejected by the user: {text}"
+    return AgentEvent(
+        EventKind.TOOL_RESULT,
+        index,
+        tool_id=str(item.get("tool_call_id") or item.get("action_id") or ""),
+        text=text,
+        is_error=failed,
+        error=(text or f"{kind} failed") if failed else None,
+        raw_type=kind,
+    )
+
+
+def _parts_text(content: Any) -> str:
+    """A V1 content: a string, or a list of parts of which the text ones count."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _call_args(raw: Any) -> dict[str, Any]:
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        args = {"arguments": raw}
+    return args if isinstance(args, dict) else {"arguments": args}
+
+
+def _odd(item: dict[str, Any]) -> str:
+    """What an event of a shape no reader knows looks like: its keys, no values."""
+    return "an event of an unknown shape, keys " + ", ".join(sorted(map(str, item))[:10])
 
 
 def _thought(item: dict[str, Any], index: int) -> Iterator[AgentEvent]:
@@ -179,7 +317,8 @@ def sweagent_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
 
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _OUTPUT_TAGS = re.compile(r"</?(?:returncode|output)>(?:-?\d+</returncode>)?")
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
+# mini-swe-agent 2 names its blocks ```mswea_bash_command; 1.x wrote ```bash.
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|mswea_bash_command)?\s*\n(.*?)\n```", re.S)
 
 
 def mini_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
@@ -208,24 +347,40 @@ def mini_events(traj: dict[str, Any]) -> Iterator[AgentEvent]:
                     raw_type="assistant",
                 )
         elif role == "tool" or (role == "user" and pending and _RETURNCODE.search(text[:200])):
-            code = _RETURNCODE.search(text[:200])
-            failed = code is not None and code.group(1) != "0"
+            code, body = _observation(text)
+            failed = code is not None and code != "0"
             tool_id = message.get("tool_call_id") if role == "tool" else pending
             pending = None
-            body = _OUTPUT_TAGS.sub("", text).strip()
             yield AgentEvent(
                 EventKind.TOOL_RESULT,
                 index,
                 tool_id=str(tool_id),
                 text=body,
                 is_error=failed,
-                error=(body or f"exit code {code.group(1)}") if code and failed else None,
+                error=(body or f"exit code {code}") if failed else None,
                 raw_type=str(role),
             )
         elif role == "user" and index > 1:
             yield AgentEvent(EventKind.OTHER, index, text=text, raw_type="user")
         elif role == "exit":
             yield AgentEvent(EventKind.RESULT, index, text=text, raw_type="exit")
+
+
+def _observation(text: str) -> tuple[str | None, str]:
+    """A command's return code and output: `<returncode>N</returncode><output>...` as
+    mini-swe-agent writes it, or the JSON object (`returncode`, `output` or its head and
+    tail) of its 2.0 pre-releases' tool-call template."""
+    if text.lstrip().startswith("{"):
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("returncode"), int):
+            parts = [obj.get(key) for key in ("output", "output_head", "output_tail")]
+            body = "\n".join(part for part in parts if isinstance(part, str))
+            return str(obj["returncode"]), body.strip()
+    code = _RETURNCODE.search(text[:200])
+    return (code.group(1) if code else None), _OUTPUT_TAGS.sub("", text).strip()
 
 
 def _chat_text(content: Any) -> str:
@@ -261,13 +416,16 @@ def looks_like_mini(obj: Any) -> bool:
 
 
 def looks_like_openhands(obj: Any) -> bool:
-    """A list of OpenHands events, or an object carrying one as `history`."""
+    """A list of OpenHands events (V0 or the agent SDK's V1), or an object carrying one as
+    `history` (an evaluation's output.jsonl record) or `events`."""
     if isinstance(obj, dict):
-        obj = obj.get("history")
+        obj = obj.get("history", obj.get("events"))
     if not isinstance(obj, list) or not obj:
         return False
     head = [item for item in obj[:20] if isinstance(item, dict)]
-    return bool(head) and all("action" in item or "observation" in item for item in head)
+    return bool(head) and all(
+        "action" in item or "observation" in item or _v1_kind(item) is not None for item in head
+    )
 
 
 def looks_like_sweagent(obj: Any) -> bool:
