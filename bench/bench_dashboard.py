@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import ROUNDS
 
 from worker.config import load_settings
-from worker.progress import ensure as ensure_progress
-from worker.store import Store
+from worker.state.progress import ensure as ensure_progress
+from worker.state.store import Store
 from worker.web.server import running
 
 GOAL_MS = 200.0

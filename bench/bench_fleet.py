@@ -2,7 +2,7 @@
 
 - claims per second: 8 processes race to claim the same 2,000 task ids in the same order (the
   worst case: every claim is contended), through PostgreSQL (`worker.fleet.claims.PgClaims`)
-  and through one SQLite store shared by the 8 processes on this host (`worker.store.Store`);
+  and through one SQLite store shared by the 8 processes on this host (`worker.state.store.Store`);
 - idle-run overhead: `run_once` in-process on an empty inbox with and without the fleet
   database (the database's round trips: connect, migrations check, run, decision, heartbeat
   sign-off), and the whole `worker run` process (which also pays psycopg's import).
@@ -38,7 +38,7 @@ PROCESSES = 8
 def _racer(kind: str, target: str, ids: list[str], start: object, out: object) -> None:
     from worker.fleet.claims import PgClaims
     from worker.fleet.link import Link
-    from worker.store import Store
+    from worker.state.store import Store
 
     pid = os.getpid()
     if kind == "postgresql":
@@ -87,7 +87,7 @@ def race(kind: str, target: str, tasks: int) -> dict[str, object]:
 def idle_runs(url: str, repeat: int) -> dict[str, object]:
     from worker.config import load_settings
     from worker.fleet.session import close_parked
-    from worker.runner import RunOptions, run_once
+    from worker.run.runner import RunOptions, run_once
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
     env.update(WORKER_MACHINE_ID="bench", WORKER_FALLBACK__ENABLED="false")

@@ -36,7 +36,7 @@ def main() -> int:
     parser.add_argument("--repos", type=int, default=3)
     args = parser.parse_args()
     from worker.config import load_settings
-    from worker.runner import RunOptions, run_once
+    from worker.run.runner import RunOptions, run_once
 
     repos = [f"acme/repo{i}" for i in range(args.repos)]
     server = FakeGitHub().start()

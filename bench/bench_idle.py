@@ -53,7 +53,7 @@ from timing import (
 
 sys.path.insert(0, str(REPO))
 
-from worker.fsutil import SETTLE_NS
+from worker.state.fsutil import SETTLE_NS
 
 FLOOR = """
 import os, sys
@@ -91,7 +91,7 @@ def seed(ws: Path, env: dict[str, str], messages: int, waits: int) -> None:
 
 def record_waits(ws: Path, waits: int) -> None:
     from worker.config import load_settings
-    from worker.store import Store
+    from worker.state.store import Store
     from worker.waits.record import save_wait
     from worker.waits.state import WaitState
 

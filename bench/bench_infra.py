@@ -30,7 +30,7 @@ from tests.fakes.anthropic_api import AnthropicAPI, Reply, failure, text  # noqa
 from worker.agents.claude import StreamCollector  # noqa: E402
 from worker.config import load_settings  # noqa: E402
 from worker.errors import ConfigError  # noqa: E402
-from worker.runner import RunOptions, run_once  # noqa: E402
+from worker.run.runner import RunOptions, run_once  # noqa: E402
 
 CLAUDE = ROOT / "tests" / "realcli" / "node_modules" / ".bin" / "claude"
 SUCCESS = "done\n=== AGENT STATUS ===\nSTATUS: success\nREASON: done\n===================\n"

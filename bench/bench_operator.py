@@ -1,7 +1,7 @@
 """Benchmarks of the operator's view; prints one JSON object.
 
-The heartbeat (`worker.progress.Tracker`) sits on the agent's event path: its cost per event
-is measured beside the loop's quiet progress (`worker.loop._Quiet`) in the same run, so the
+The heartbeat (`worker.state.progress.Tracker`) sits on the agent's event path: its cost per event
+is measured beside the loop's quiet progress (`worker.run.loop._Quiet`) in the same run, so the
 ratio means something on any machine. `worker status` and `worker queue` are timed beside
 `worker --version` (the start-up of the same interpreter and package).
 
@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from worker.loop import Progress, _Quiet
 from worker.models import AgentEvent, EventKind, Task
-from worker.progress import Tracker
-from worker.store import Store
+from worker.run.loop import Progress, _Quiet
+from worker.state.progress import Tracker
+from worker.state.store import Store
 
 
 def per_event(progress: Progress, events: list[AgentEvent]) -> float:

@@ -1,4 +1,5 @@
-"""Cost of the platform's process control (worker/platform/process.py); prints one JSON object.
+"""Cost of the platform's process control (worker/process/platform/process.py); prints one JSON
+object.
 
   start_s            start and reap `python -c pass` as a TreeProcess (own group; on Windows
                      suspended, put in a job, resumed)
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import psutil
 
-from worker.platform.process import TreeProcess, alive, orphan_group, start_time
+from worker.process.platform.process import TreeProcess, alive, orphan_group, start_time
 
 TREE = """
 import subprocess, sys, time

@@ -1,7 +1,7 @@
 """What the agent's sandbox costs each iteration at start-up; prints JSON.
 
 The same trivial agent (`true`, then `node -e 0`, as an agent CLI is a node program) is run
-bare and wrapped as worker wraps an agent's command (worker/sandbox.py: the policy of a
+bare and wrapped as worker wraps an agent's command (worker/sandbox/box.py: the policy of a
 workspace, its settings file, its private tmp), in turn, round after round; the start-up cost
 is the median wrapped time minus the median bare time, beside the ratio of the two (the median
 of the pairwise ratios). Each runtime found is measured: the sandbox runtime (`srt`, the pinned
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import REPO, ROUNDS, child_env, environment_note, interleaved, summary
 
 from worker.config import load_settings
-from worker.sandbox import Runtime, Sandbox
+from worker.sandbox.box import Runtime, Sandbox
 
 GOAL_MS = 300.0
 PINNED_SRT = REPO / "tests" / "realcli" / "node_modules" / ".bin" / "srt"

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakes.github_server import FakeGitHub  # noqa: E402
 from worker.config import load_settings  # noqa: E402
-from worker.store import Store  # noqa: E402
+from worker.state.store import Store  # noqa: E402
 from worker.waits import phase0  # noqa: E402
 from worker.waits.record import save_wait  # noqa: E402
 from worker.waits.state import WaitState  # noqa: E402

@@ -23,8 +23,8 @@ import psutil
 from worker.config import Settings, load_settings
 from worker.errors import LockHeld
 from worker.models import Outcome
-from worker.runner import run_once
-from worker.store import Store
+from worker.run.runner import run_once
+from worker.state.store import Store
 
 AGENT_SCRIPT = (
     'f=$(mktemp "$0/$$.XXXXXX"); cat > "$f"; sleep "$1"; '

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import TOKENS, FakeAgent, git, run_worker, state_of, write_message
 from worker.config import load_settings
-from worker.runner import RunOptions, RunReport, run_once
-from worker.store import Store
+from worker.run.runner import RunOptions, RunReport, run_once
+from worker.state.store import Store
 from worker.waits.ledger import Ledger
 
 pytestmark = pytest.mark.usefixtures("only_the_task")

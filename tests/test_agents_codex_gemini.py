@@ -19,7 +19,7 @@ from worker.agents.registry import adapter_for, permission_args
 from worker.config import load_settings
 from worker.models import AgentRequest, AgentResult, EventKind
 from worker.modes import Mode
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 
 from .conftest import TRANSCRIPTS, write_message
 

@@ -7,9 +7,9 @@ import io
 import sys
 from pathlib import Path
 
-from worker.boundedio import EVENT_TEXT_CAP, CappedLog, bounded_lines, clip_event
 from worker.models import AgentEvent, EventKind
-from worker.proc import run_process
+from worker.process.boundedio import EVENT_TEXT_CAP, CappedLog, bounded_lines, clip_event
+from worker.process.proc import run_process
 
 
 def test_a_long_line_is_cut_with_a_marker_and_the_next_lines_are_whole() -> None:

@@ -85,7 +85,7 @@ def test_a_bad_section_in_the_environment_fails_the_load_naming_its_variable_key
 
 def test_a_section_given_is_kept_and_one_not_given_is_its_defaults(workspace: Path) -> None:
     from worker.daemon.settings import DaemonSettings
-    from worker.retention_settings import RetentionSettings
+    from worker.state.retention_settings import RetentionSettings
 
     (workspace / "worker.toml").write_text("[retention]\nlogs_max_bytes = 2500\n")
     settings = load_settings(workspace, env={"WORKER_DAEMON__INTERVAL_S": "90"})

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from worker.platform.process import end_group
+from worker.process.platform.process import end_group
 
 from .conftest import FakeAgent, needs_posix, run_worker, write_message
 

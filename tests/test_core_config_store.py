@@ -12,10 +12,10 @@ import pytest
 
 from worker.config import load_settings
 from worker.errors import ConfigError
+from worker.kernel.scheduling import ReadyWait, Snapshot, decide
 from worker.models import Task
-from worker.scheduling import ReadyWait, Snapshot, decide
 from worker.sources.base import Listing
-from worker.store import Store, script
+from worker.state.store import Store, script
 
 
 def test_defaults_follow_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.orphans import end_orphans, lapse_dead_claims, start_time
-from worker.store import Store
+from worker.process.orphans import end_orphans, lapse_dead_claims, start_time
+from worker.state.store import Store
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 

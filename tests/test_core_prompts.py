@@ -16,12 +16,12 @@ from tests.conftest import FakeAgent, needs_posix, write_message
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.models import Task
-from worker.prompt import PromptParts, build_prompt
 from worker.review import db
 from worker.review import directives as queue
-from worker.runner import RunOptions, RunReport, run_once
+from worker.run.prompt import PromptParts, build_prompt
+from worker.run.runner import RunOptions, RunReport, run_once
+from worker.state.store import Store
 from worker.status import STATUS_INSTRUCTIONS, STATUS_REMINDER, parse_status
-from worker.store import Store
 
 BODY = "Please do the thing."  # write_message's body
 INSTRUCTIONS = "=== AGENT STATUS ==="

@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import state_of
 from worker.config import load_settings
 from worker.errors import ConfigError
-from worker.platform.process import alive  # a zombie (killed, not yet reaped) is dead
-from worker.runner import RunOptions, run_once
+from worker.process.platform.process import alive  # a zombie (killed, not yet reaped) is dead
+from worker.run.runner import RunOptions, run_once
 
 from .conftest import FakeAgent, aged, needs_posix, write_message
 
@@ -398,12 +398,12 @@ def test_a_run_that_crashes_says_so_in_its_record(
     workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An unexpected error is not a run forever `running` in `worker log`."""
-    import worker.loop
+    import worker.run.loop
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(worker.loop, "build_prompt", broken)
+    monkeypatch.setattr(worker.run.loop, "build_prompt", broken)
     write_message(workspace, "msg-crash")
     with pytest.raises(RuntimeError):
         run(workspace)

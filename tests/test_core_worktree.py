@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import git
 from worker.config import load_settings
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 
 from .conftest import FakeAgent, write_message
 

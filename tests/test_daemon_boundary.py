@@ -44,9 +44,9 @@ main()
 
 _SECRET = "the-launch-codes-are-0000"
 _DATA_PLANE = (
-    "worker.runner",
-    "worker.loop",
-    "worker.prompt",
+    "worker.run.runner",
+    "worker.run.loop",
+    "worker.run.prompt",
     "worker.sources.inbox",
     "worker.agents",
     "worker.waits.state",

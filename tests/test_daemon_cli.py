@@ -23,7 +23,7 @@ from worker.daemon.settings import backoff_sum
 from worker.daemon.state import SupervisorState
 from worker.daemon.supervisor import Supervisor
 from worker.errors import ConfigError
-from worker.store import Store
+from worker.state.store import Store
 
 
 def _invoke(cli: CliRunner, *args: str) -> Any:
@@ -130,7 +130,7 @@ def test_serve_command_loops_over_run_once(
         report.run_id = 9 + len(calls)  # the runs' own numbers, not the cycles'
         return report
 
-    monkeypatch.setattr("worker.runner.run_once", fake_run_once)
+    monkeypatch.setattr("worker.run.runner.run_once", fake_run_once)
     result = _invoke(cli, "serve", "-w", str(workspace), "--interval", "0.01", "--max-cycles", "2")
     assert result.exit_code == 0, result.output
     # Not a terminal: timestamped lines (as journald shows them), a banner first.

@@ -1,6 +1,6 @@
 """`worker serve`: the loop, its health signals, inbox wake-ups and a clean stop on SIGTERM.
 
-The loop is driven with a fake `run_once` (in-process, or as a fake `worker.runner` module in a
+The loop is driven with a fake `run_once` (in-process, or as a fake `worker.run.runner` module in a
 real subprocess); one end-to-end test runs the real runner with the fake `claude`.
 """
 
@@ -24,7 +24,7 @@ from worker.config import Settings, load_settings
 from worker.daemon import health
 from worker.daemon.serve import Server
 from worker.errors import ConfigError, LockHeld
-from worker.store import Store
+from worker.state.store import Store
 
 
 @dataclass
@@ -155,7 +155,7 @@ from pathlib import Path
 
 ws = Path(sys.argv[1])
 stop = threading.Event()
-fake = types.ModuleType("worker.runner")
+fake = types.ModuleType("worker.run.runner")
 
 @dataclass
 class RunOptions:
@@ -171,7 +171,7 @@ def request_stop(reason="stop requested"):
     stop.set()
 
 def run_once(settings, options=None):
-    from worker.store import Store
+    from worker.state.store import Store
     with Store(settings.db_path) as store:
         store.claim("task-1", "inbox", settings.machine_id, 1, 3600)
         (ws / "work.txt").write_text("half done\\n")
@@ -184,7 +184,7 @@ def run_once(settings, options=None):
 
 fake.RunOptions, fake.RunReport = RunOptions, RunReport
 fake.request_stop, fake.run_once = request_stop, run_once
-sys.modules["worker.runner"] = fake
+sys.modules["worker.run.runner"] = fake
 sys.argv = ["worker", "serve", "--workspace", str(ws), "--json"]
 from worker.cli.app import main
 main()

@@ -17,7 +17,7 @@ from tests.test_daemon_support import Repo, child_script, kinds, settings_for, u
 from worker.daemon import health, revisions
 from worker.daemon.state import SupervisorState
 from worker.daemon.supervisor import Supervisor
-from worker.store import Store
+from worker.state.store import Store
 
 
 def _state(ws: Path) -> SupervisorState:

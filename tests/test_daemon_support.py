@@ -14,14 +14,14 @@ from typing import Any
 
 from worker.config import Settings, load_settings
 from worker.daemon.supervisor import Supervisor
-from worker.proc import run_process
+from worker.process.proc import run_process
 
 _PRELUDE = """
 import signal, sys, time
 from pathlib import Path
 from worker.config import load_settings
 from worker.daemon import health
-from worker.store import Store
+from worker.state.store import Store
 settings = load_settings(Path(sys.argv[1]))
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))

@@ -13,7 +13,7 @@ from tests.fakes.github_server import FakeGitHub
 from tests.realcli_support import real_cli
 from worker.cli.app import app
 from worker.config import load_settings
-from worker.doctor import CHECKS, Finding, Status, run_doctor
+from worker.operator.doctor import CHECKS, Finding, Status, run_doctor
 
 
 def _executable(folder: Path, name: str, output: str, code: int = 0) -> Path:

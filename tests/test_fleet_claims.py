@@ -22,8 +22,8 @@ from worker.fleet.db import MIGRATIONS, FleetUnavailable, connect, migrate
 from worker.fleet.link import Link
 from worker.fleet.settings import FleetSettings, redact_url
 from worker.models import Outcome
-from worker.runner import RunOptions, run_once
-from worker.store import Store
+from worker.run.runner import RunOptions, run_once
+from worker.state.store import Store
 
 _OPEN: list[Link] = []
 

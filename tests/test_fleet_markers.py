@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import FAKE_CLAUDE
 from tests.fleet_machines import wait_for
 from worker.fleet.markers import FOLDER, MarkerClaims
-from worker.store import Store
+from worker.state.store import Store
 
 SETTLE = 1.0  # wide, so that a loaded machine still delivers "within" in time
 

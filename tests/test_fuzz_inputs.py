@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from tests.chaos_kit import drain, drop_messages, make_workspace, settings_of
 from worker.config import load_settings
 from worker.errors import ConfigError
-from worker.integrity import status
 from worker.kernel.control import is_control_message, unknown_order
 from worker.modes import load_modes
+from worker.operator.integrity import status
 from worker.sources.message import Message
 from worker.waits.service import list_waits
 

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import FakeAgent, git
 from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.config import load_settings
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 from worker.sources.github.claims import marker
 
 REPO = "acme/app"

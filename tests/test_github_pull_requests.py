@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import FakeAgent, git
 from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.config import load_settings
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 from worker.waits.service import list_waits
 from worker.waits.state import wait_state_files
 
@@ -317,7 +317,7 @@ def test_twenty_waiting_pull_requests_cost_no_rate_limit_when_nothing_changed(
     nothing changed on GitHub is conditional requests only (304s), none costed."""
     from datetime import UTC, datetime, timedelta
 
-    from worker.store import Store
+    from worker.state.store import Store
     from worker.waits import phase0
     from worker.waits.record import save_wait
     from worker.waits.state import WaitState

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from worker.gitsafe import git_argv, push_credentials, scratch_repo
+from worker.process.gitsafe import git_argv, push_credentials, scratch_repo
 from worker.sources.github.delivery import git_host, push_branch
 from worker.sources.github.settings import GitHubSettings
 

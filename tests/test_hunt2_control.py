@@ -10,7 +10,7 @@ import pytest
 from tests.fakes.github_server import FakeGitHub, settings_for
 from worker.config import load_settings
 from worker.kernel.github_hook import GitHubControl
-from worker.store import Store
+from worker.state.store import Store
 
 from .test_hunt2_waits import REPO, _edit_comment
 from .test_kernel_github_control import claim

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from worker.cli.app import app
 from worker.config import load_settings
-from worker.runner import run_once
+from worker.run.runner import run_once
 from worker.sources import message as inbox_read
 
 from .conftest import FakeAgent

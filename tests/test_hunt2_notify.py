@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.fakes.bot_api import FakeBotAPI
 from worker.config import load_settings
-from worker.notify import outbox
-from worker.store import Store
+from worker.operator.notify import outbox
+from worker.state.store import Store
 
 BLOCKED, OPEN = 1111, 2222
 

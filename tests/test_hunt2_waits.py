@@ -12,7 +12,7 @@ import pytest
 from tests.fakes.github_server import FakeGitHub
 from worker.config import load_settings
 from worker.sources.message import write_message as write_inbox
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import intercom, phase0
 from worker.waits.ledger import Ledger
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from worker.config import load_settings
-from worker.runner import run_once
-from worker.store import Store
+from worker.run.runner import run_once
+from worker.state.store import Store
 
 from .conftest import FakeAgent, write_message
 

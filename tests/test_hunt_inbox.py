@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from worker.config import load_settings
-from worker.runner import run_once
+from worker.run.runner import run_once
 from worker.sources.inbox import InboxSource
-from worker.store import Store
+from worker.state.store import Store
 
 from .conftest import FakeAgent, write_message
 

@@ -9,8 +9,8 @@ import pytest
 
 from tests.fakes.bot_api import FakeBotAPI
 from worker.config import load_settings
-from worker.runner import run_once
-from worker.store import Store
+from worker.run.runner import run_once
+from worker.state.store import Store
 
 from .conftest import FakeAgent, state_of, write_message
 
@@ -77,7 +77,7 @@ def test_redaction_hides_secret_variables_but_not_the_places_they_name(
     """Any variable named like a secret has its value hidden from every text worker keeps;
     one that names where a secret lives (`*_PATH`, `*_FILE`, `*_DIR`) is a path, left readable
     so that an error about that path still says which."""
-    from worker.proc import redact
+    from worker.process.proc import redact
 
     monkeypatch.setenv("MISTRAL_API_KEY", "mk-" + "0123456789abcdef")
     monkeypatch.setenv("SERVICE_PASSWORD", "correct horse battery")

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import save_approval_wait, write_message
 from tests.test_startup_imports import _modules_of
 from worker.config import load_settings
-from worker.store import Store
+from worker.state.store import Store
 
 ONLY_WITH_GITHUB_OR_A_REPLY = (
     "worker.kernel.replies",

@@ -16,12 +16,12 @@ import pytest
 
 from tests.conftest import FakeAgent, needs_posix, state_of, write_message
 from worker.config import load_settings
-from worker.fsutil import SETTLE_NS
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 from worker.sources import inbox_index
 from worker.sources import message as inbox_read
 from worker.sources.message import addressed_messages
-from worker.store import Store
+from worker.state.fsutil import SETTLE_NS
+from worker.state.store import Store
 
 pytestmark = needs_posix("the index is kept on POSIX only (ctime is a change time there)")
 

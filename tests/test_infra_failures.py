@@ -20,7 +20,7 @@ from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.models import InfraKind
-from worker.runner import RunOptions, RunReport, run_once
+from worker.run.runner import RunOptions, RunReport, run_once
 
 from .conftest import (
     GITHUB_REPO,

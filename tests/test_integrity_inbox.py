@@ -20,9 +20,9 @@ from worker.errors import ConfigError
 from worker.kernel import staleness
 from worker.models import Task
 from worker.modes import load_modes
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 from worker.sources.inbox import InboxSource
-from worker.store import Store
+from worker.state.store import Store
 
 from .conftest import FakeAgent, aged, needs_posix, run_worker, state_of, write_message
 

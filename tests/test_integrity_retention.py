@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from worker.config import Settings, load_settings
-from worker.retention import LAST_PRUNE_KEY, after_run, decision_detail, prune
-from worker.runner import run_once
-from worker.store import Store
+from worker.run.runner import run_once
+from worker.state.retention import LAST_PRUNE_KEY, after_run, decision_detail, prune
+from worker.state.store import Store
 from worker.waits.record import save_wait
 from worker.waits.state import WaitState
 

@@ -17,8 +17,8 @@ from worker.kernel.control import control_dir, write_order
 from worker.kernel.model import Order
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
-from worker.runner import RunOptions, run_once
-from worker.store import Store
+from worker.run.runner import RunOptions, run_once
+from worker.state.store import Store
 from worker.waits.record import save_wait
 from worker.waits.state import WaitContext, WaitState
 
@@ -153,7 +153,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 def test_stale_worktree_is_committed_to_its_branch(workspace: Path) -> None:
     """A worktree left by a dead run: its uncommitted work goes to its branch, never lost."""
-    from worker.workspace_git import create_worktree
+    from worker.process.workspace_git import create_worktree
 
     _git(workspace, "init", "-q", "-b", "main")
     (workspace / "README").write_text("x\n")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeAgent, needs_posix, run_worker, state_of, write_message
-from worker.platform.process import alive as _alive
-from worker.platform.process import group_running as _group_alive
+from worker.process.platform.process import alive as _alive
+from worker.process.platform.process import group_running as _group_alive
 
 pytestmark = pytest.mark.slow
 

@@ -25,9 +25,9 @@ from worker.kernel.model import Order
 from worker.kernel.orders import read_orders
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 from worker.sources.github.source import GitHubSource
-from worker.store import Store
+from worker.state.store import Store
 
 REPO = "acme/app"
 TASK = f"{REPO}#7"

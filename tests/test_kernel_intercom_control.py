@@ -20,8 +20,8 @@ from worker.kernel.model import Order
 from worker.kernel.orders import read_orders
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
-from worker.runner import RunOptions, run_once
-from worker.store import Store
+from worker.run.runner import RunOptions, run_once
+from worker.state.store import Store
 from worker.waits import intercom
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.kernel_helpers import NOW, order, ready, reply, stale, task, waiting
 from worker.kernel.model import Act, Order, Snapshot
 from worker.kernel.replies import Signal
-from worker.scheduling import decide
+from worker.kernel.scheduling import decide
 from worker.sources.base import Listing
 
 IDS = st.sampled_from(["a", "b", "c", "d", "e", "f"])

@@ -19,7 +19,7 @@ from tests.kernel_helpers import (
 )
 from worker.kernel import invariants
 from worker.kernel.model import Act, Decision, Order, Priority, Reason, Snapshot
-from worker.scheduling import decide
+from worker.kernel.scheduling import decide
 
 
 def acts(decision: Decision) -> set[tuple[str, str]]:

@@ -1,5 +1,5 @@
-"""The OS locks (`worker.locking`): the workspace's run lock and the supervisor's lock, held by
-another process or by the same one, given back on release and when the holder dies."""
+"""The OS locks (`worker.process.locking`): the workspace's run lock and the supervisor's lock,
+held by another process or by the same one, given back on release and when the holder dies."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import pytest
 from worker.config import load_settings
 from worker.daemon.guard import single_supervisor
 from worker.errors import LockHeld
-from worker.locking import held, workspace_lock
+from worker.process.locking import held, workspace_lock
 
 # Holds the lock of argv[1] until its stdin closes or it is killed; says "locked" first.
 HOLDER = """
 import sys
 from pathlib import Path
-from worker.locking import held
+from worker.process.locking import held
 with held(Path(sys.argv[1]), "busy"):
     print("locked", flush=True)
     sys.stdin.read()

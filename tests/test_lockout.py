@@ -241,7 +241,7 @@ def test_a_warning_or_error_with_brackets_is_printed_as_it_is(
 ) -> None:
     """A message naming `[github] repos` or holding `[/x]` is text, not Rich markup: it was
     dropped as a style, or raised MarkupError in the middle of reporting a problem."""
-    from worker import ui
+    from worker.cli import ui
 
     ui.warn("worker.toml: `[github] repos` is not a setting [/x]")
     ui.error("cannot read [section]")

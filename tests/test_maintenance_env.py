@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.bot_api import WebhookReceiver
 from worker.config import load_settings
-from worker.runner import RunOptions, RunReport, run_once
+from worker.run.runner import RunOptions, RunReport, run_once
 from worker.sources.project_checks import cannot_run, detect_plan
 
 from .conftest import FakeAgent, git, needs_posix, run_worker, state_of, write_message

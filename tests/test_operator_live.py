@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.progress import Step
-from worker.ui import LiveProgress
+from worker.cli.ui import LiveProgress
+from worker.state.progress import Step
 
 from .conftest import FakeAgent, run_worker, write_message
 

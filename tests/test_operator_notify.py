@@ -17,9 +17,9 @@ from tests.fakes.bot_api import FakeBotAPI, WebhookReceiver
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.models import Outcome
-from worker.notify import outbox
-from worker.runner import RunOptions, RunReport, run_once
-from worker.store import Store
+from worker.operator.notify import outbox
+from worker.run.runner import RunOptions, RunReport, run_once
+from worker.state.store import Store
 
 from .conftest import FakeAgent, state_of, write_message
 
@@ -112,7 +112,7 @@ def test_a_command_from_a_chat_not_allowed_is_ignored_and_logged(
     _configure(workspace, bot, hook)
     _ask_approval(fake_claude, workspace)
     bot.user_says(STRANGER, "mallory", "/approve msg-ask sure")
-    with caplog.at_level(logging.WARNING, logger="worker.notify.telegram"):
+    with caplog.at_level(logging.WARNING, logger="worker.operator.notify.telegram"):
         report = _run(workspace)
     assert report.outcome is Outcome.IDLE  # still waiting: nothing approved it
     assert (workspace / "wait_states" / "msg-ask.json").exists()
@@ -252,7 +252,7 @@ def test_serve_reads_commands_by_long_polling_on_a_thread(
     workspace: Path, fake_claude: FakeAgent, bot: FakeBotAPI, hook: WebhookReceiver
 ) -> None:
     """While the poller runs, runs leave getUpdates to it (Telegram allows one reader)."""
-    from worker.notify.telegram import Poller, polling
+    from worker.operator.notify.telegram import Poller, polling
 
     _configure(workspace, bot, hook)
     _ask_approval(fake_claude, workspace)

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.daemon.state import SupervisorState
-from worker.store import Store
-from worker.supervise_watch import EventWatch, describe
+from worker.daemon.supervise_watch import EventWatch, describe
+from worker.state.store import Store
 
 from .conftest import FakeAgent, run_worker, write_message
 

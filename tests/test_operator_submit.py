@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ExitCode, WorkerError
-from worker.queue_plan import queue
+from worker.operator.queue_plan import queue
 from worker.sources.inbox import InboxSource
 from worker.sources.message import Message
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from worker.config import load_settings
 from worker.errors import LockHeld
-from worker.fsutil import atomic_write_text, json_files, read_text
-from worker.locking import workspace_lock
-from worker.platform.names import portable_name, reserved, valid_on_windows
+from worker.process.locking import workspace_lock
+from worker.process.platform.names import portable_name, reserved, valid_on_windows
 from worker.sources.fallback import run_checks
+from worker.state.fsutil import atomic_write_text, json_files, read_text
 from worker.waits.state import file_name
 
 from .conftest import FakeAgent, run_worker, write_message
@@ -131,7 +131,7 @@ import sys
 from pathlib import Path
 from worker.config import load_settings
 from worker.errors import LockHeld
-from worker.locking import workspace_lock
+from worker.process.locking import workspace_lock
 try:
     with workspace_lock(load_settings(Path(sys.argv[1]))):
         print("free")

@@ -20,11 +20,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from worker.orphans import end_orphans
-from worker.platform import process
-from worker.platform.process import TreeProcess, alive, same_process, start_time
-from worker.proc import run_process
-from worker.store import Store
+from worker.process.orphans import end_orphans
+from worker.process.platform import process
+from worker.process.platform.process import TreeProcess, alive, same_process, start_time
+from worker.process.proc import run_process
+from worker.state.store import Store
 
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and sessions")
 
@@ -95,7 +95,7 @@ def tree(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
 
 def test_no_proc_parsing_or_bare_killpg_outside_the_platform_module() -> None:
     """No /proc parsing outside the platform module: /proc, os.killpg and os.kill(pid, 0)
-    (which terminates the process on Windows) appear in worker/platform/ only."""
+    (which terminates the process on Windows) appear in worker/process/platform/ only."""
     package = Path(process.__file__).parents[1]
     pattern = re.compile(r"[\"']/proc\b|\bkillpg\(|os\.kill\([^)]*,\s*0\)")
     offenders = [
@@ -247,7 +247,7 @@ def test_a_recycled_pid_or_a_live_worker_keeps_the_group_alive(
 # module, writes the grandchild's pid, and waits to be killed.
 WORKER = f"""
 import sys, time
-from worker.platform.process import TreeProcess
+from worker.process.platform.process import TreeProcess
 agent = TreeProcess([sys.executable, "-c", {PARENT!r}, sys.argv[1]])
 time.sleep(600)
 """

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from worker.config import load_settings
-from worker.platform.schedule import Kind, Target, render
+from worker.process.platform.schedule import Kind, Target, render
 
 NS = "{http://schemas.microsoft.com/windows/2004/02/mit/task}"
 

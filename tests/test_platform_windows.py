@@ -17,11 +17,11 @@ from typing import Any
 import psutil
 import pytest
 
-from worker import fsutil
 from worker.daemon.child import Child
-from worker.platform import process, winjob
-from worker.platform.process import TreeProcess
-from worker.platform.shell import COMMAND_VARIABLE, shell_command
+from worker.process.platform import process, winjob
+from worker.process.platform.process import TreeProcess
+from worker.process.platform.shell import COMMAND_VARIABLE, shell_command
+from worker.state import fsutil
 
 NOT_WINDOWS = pytest.mark.skipif(
     sys.platform == "win32", reason="fakes Windows on a POSIX system underneath"
@@ -29,7 +29,7 @@ NOT_WINDOWS = pytest.mark.skipif(
 
 
 class FakeKernel32:
-    """Records the kernel32 calls of worker/platform/winjob.py; `fail` names a call that
+    """Records the kernel32 calls of worker/process/platform/winjob.py; `fail` names a call that
     returns 0 (failure), as kernel32 does."""
 
     def __init__(self, fail: str = "") -> None:

@@ -18,8 +18,8 @@ from typing import IO
 import pytest
 
 from worker.models import AgentEvent, EventKind, Task
-from worker.progress import Step, Tracker, events_after
-from worker.store import Store
+from worker.state.progress import Step, Tracker, events_after
+from worker.state.store import Store
 
 from .conftest import FakeAgent, write_message
 
@@ -183,7 +183,7 @@ def test_the_journal_is_pruned_with_the_runs(workspace: Path) -> None:
     """`worker prune` (and the daily prune after a run) deletes journal lines past the runs'
     retention, and keeps the others."""
     from worker.config import load_settings
-    from worker.retention import prune
+    from worker.state.retention import prune
 
     settings = load_settings(workspace)
     with Store(settings.db_path) as store:

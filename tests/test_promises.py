@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from worker.config import load_settings
-from worker.store import Store
+from worker.state.store import Store
 
 from .conftest import FakeAgent, run_worker, save_approval_wait, state_of, write_message
 

@@ -23,7 +23,7 @@ from worker.cli.app import app
 from worker.config import load_settings
 from worker.models import AgentRequest, InfraKind
 from worker.modes import load_modes, permission_args
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 
 from .conftest import run_worker, state_of, write_message
 

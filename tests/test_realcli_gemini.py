@@ -19,8 +19,8 @@ from worker.agents.gemini import GeminiAdapter
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.models import AgentRequest, AgentResult, InfraKind
-from worker.proc import run_process
-from worker.runner import RunOptions, run_once
+from worker.process.proc import run_process
+from worker.run.runner import RunOptions, run_once
 
 from .conftest import run_worker, write_message
 

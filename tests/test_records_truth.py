@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ConfigError
-from worker.store import Store
+from worker.state.store import Store
 
 from .conftest import FakeAgent, aged, needs_posix, run_worker, write_message
 
@@ -164,10 +164,10 @@ def test_a_run_killed_mid_task_is_closed_as_died_and_its_paid_call_counted(
 
 _DIE_AFTER_REPORT = """
 import os, sys
-import worker.tasks as tasks
+import worker.run.tasks as tasks
 from worker.config import load_settings
-from worker.store import Store
-from worker.runner import run_once
+from worker.state.store import Store
+from worker.run.runner import run_once
 report = tasks._report
 def report_then_die(*args, **kwargs):
     report(*args, **kwargs)
@@ -420,12 +420,12 @@ def test_an_unexpected_failure_after_the_agent_ran_keeps_its_work_and_says_what_
     """worker fails after the agent was paid (its iteration cannot be recorded): the task
     ends as a failure naming the error (never `error`, never a claim left for the next run to
     pay the agent again), and the run's record says the same."""
-    import worker.loop
+    import worker.run.loop
 
     def broken(*args: object, **kwargs: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(worker.loop, "record_iteration", broken)
+    monkeypatch.setattr(worker.run.loop, "record_iteration", broken)
     write_message(workspace, "paid")
     report = json.loads(_cli(workspace, "run", "--json"))
     assert report["outcome"] == "failure" and "WORKER_FAILED_AFTER_AGENT" in report["reason_codes"]

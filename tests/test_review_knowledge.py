@@ -168,7 +168,7 @@ def test_task_changes_come_from_the_task_branch_and_heavy_churn_adds_urgency(
     tmp_path: Path,
 ) -> None:
     """The branch's diff against its merge base gives files and lines; 400+ lines is churn."""
-    from worker.proc import run_process
+    from worker.process.proc import run_process
     from worker.review.changes import task_changes
     from worker.review.triggers import signals_of, urgency_of
 

@@ -25,11 +25,11 @@ from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.results import AgentRequest
-from worker.run_log import run_detail
-from worker.runner import RunOptions, run_once
-from worker.sandbox import Runtime, Sandbox, for_task
-from worker.sandbox_hosts import host_entry, model_hosts, no_proxy_without
-from worker.sandbox_report import describe
+from worker.run.runner import RunOptions, run_once
+from worker.sandbox.box import Runtime, Sandbox, for_task
+from worker.sandbox.hosts import host_entry, model_hosts, no_proxy_without
+from worker.sandbox.report import describe
+from worker.state.run_log import run_detail
 
 from .conftest import git, run_worker, state_of, write_message
 

@@ -28,8 +28,8 @@ from tests.fakes.openai_api import FakeOpenAIAPI
 from tests.realcli_support import one_mode_workspace, real_cli, status_text
 from tests.sandbox_support import attack_commands, leaks, listener, plant_secret, sandbox_runtime
 from worker.config import load_settings
-from worker.run_log import run_detail
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
+from worker.state.run_log import run_detail
 
 from .conftest import state_of, write_message
 

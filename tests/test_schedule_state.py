@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from tests.conftest import FAKE_CLAUDE, needs_posix
 from worker.cli.app import app
 from worker.config import load_settings
-from worker.platform.installed import crontab_jobs, job_locations, systemd_job
+from worker.process.platform.installed import crontab_jobs, job_locations, systemd_job
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape as sax_escape
 import pytest
 
 from tests.conftest import git, write_message
-from worker.platform.schedule import escape
+from worker.process.platform.schedule import escape
 
 
 def _modules_after(code: str, env: dict[str, str] | None = None) -> str:
@@ -41,24 +41,24 @@ def test_a_json_dry_run_loads_neither_rich_nor_xml_sax(workspace: Path) -> None:
 
 # Modules a dry run never uses: the adapters it does not run, the notification channels (the
 # bot's commands), the fleet's database and psycopg, the process layer's psutil and ctypes
-# (`worker.lazyimport` stands in for them), the GitHub and git libraries with no repository
+# (`worker.process.lazyimport` stands in for them), the GitHub and git libraries with no repository
 # configured, Rich and the reviewers.
 NEVER_IN_A_DRY_RUN = (
     "worker.agents.base",
     "worker.agents.codex",
     "worker.agents.gemini",
     "worker.agents.command",
-    "worker.notify.telegram",
+    "worker.operator.notify.telegram",
     "worker.fleet.session",
     "worker.fleet.db",
     "worker.review.run",
-    "worker.orphans",
-    "worker.tasks",
-    "worker.loop",
+    "worker.process.orphans",
+    "worker.run.tasks",
+    "worker.run.loop",
     "psycopg",
     "psutil",
     "ctypes",
-    "worker.platform.winjob",
+    "worker.process.platform.winjob",
     "github",
     "git",
     "rich",
@@ -83,9 +83,14 @@ def _modules_of(ws: Path, *argv: str) -> set[str]:
     return set(names) | {name.split(".")[0] for name in names}
 
 
-# What only work needs: the process layer (worker.proc, its bounded reads) and git's helpers,
-# for the maintenance checks, an agent, or a worktree a dead run left behind.
-ONLY_WITH_WORK = ("worker.proc", "worker.boundedio", "worker.gitsafe", "worker.workspace_git")
+# What only work needs: the process layer (worker.process.proc, its bounded reads) and git's
+# helpers, for the maintenance checks, an agent, or a worktree a dead run left behind.
+ONLY_WITH_WORK = (
+    "worker.process.proc",
+    "worker.process.boundedio",
+    "worker.process.gitsafe",
+    "worker.process.workspace_git",
+)
 
 
 @pytest.mark.parametrize(
@@ -132,8 +137,8 @@ SECTIONS_READ_LATER = (
     "worker.review.settings",
     "worker.daemon.settings",
     "worker.fleet.settings",
-    "worker.notify.settings",
-    "worker.retention_settings",
+    "worker.operator.notify.settings",
+    "worker.state.retention_settings",
 )
 NO_WAIT_TO_LOOK_AT = (
     "worker.waits.checking",
@@ -145,7 +150,7 @@ NO_WAIT_TO_LOOK_AT = (
 KEPT_OFF = {
     "idle run": (
         "tomllib",
-        "worker.notify.channels",
+        "worker.operator.notify.channels",
         "worker.waits.saving",
         "worker.agents.infra",
         *NOTHING_TO_DO,
@@ -153,14 +158,14 @@ KEPT_OFF = {
     ),
     "dry run": (
         "tomllib",
-        "worker.notify.channels",
+        "worker.operator.notify.channels",
         "worker.waits.saving",
         "worker.agents.infra",
         "worker.agents.registry",
-        "worker.retention",
-        "worker.notify.events",
-        "worker.notify.outbox",
-        "worker.costs",
+        "worker.state.retention",
+        "worker.operator.notify.events",
+        "worker.operator.notify.outbox",
+        "worker.run.costs",
         "sqlite3",
         *NOTHING_TO_DO,
         *SECTIONS_READ_LATER,
@@ -168,13 +173,13 @@ KEPT_OFF = {
     ),
     "status": (
         "tomllib",
-        "worker.notify.channels",
+        "worker.operator.notify.channels",
         "worker.waits.saving",
         *NOTHING_TO_DO,
-        "worker.costs",
-        "worker.notify.outbox",
-        "worker.progress",
-        "worker.run_log",
+        "worker.run.costs",
+        "worker.operator.notify.outbox",
+        "worker.state.progress",
+        "worker.state.run_log",
         "sqlite3",
         *SECTIONS_READ_LATER,
         *NO_WAIT_TO_LOOK_AT,
@@ -261,7 +266,7 @@ def test_a_dry_run_and_status_build_no_model_they_never_validate(
         "from worker.waits.intercom import Note\n"
         "from worker.waits.state import WaitContext, WaitState\n"
         "models = [Settings, OrderFile, _ModelAnswer, Message, Note, WaitContext, WaitState]\n"
-        "from worker.notify.settings import TelegramSettings, WebhookSettings\n"
+        "from worker.operator.notify.settings import TelegramSettings, WebhookSettings\n"
         "from worker.review.settings import ReviewerSettings, UrgencyWeights\n"
         "from worker.supervision.settings import PaceSettings, Threshold, ToolSettings\n"
         "parts = [f.annotation for f in Settings.model_fields.values()\n"
@@ -311,7 +316,7 @@ def test_a_dry_run_in_a_fresh_repository_imports_only_what_it_uses(workspace: Pa
     """Nothing to do: no adapter at all, no notification channel, no fleet, no psutil."""
     git(workspace, "init", "-q")
     loaded = _dry_run_modules(workspace)
-    assert "worker.runner" in loaded and "worker.waits.phase0" in loaded  # it did run
+    assert "worker.run.runner" in loaded and "worker.waits.phase0" in loaded  # it did run
     assert sorted(loaded.intersection(NEVER_IN_A_DRY_RUN)) == []
     assert "worker.agents.claude" not in loaded
 
@@ -327,11 +332,11 @@ def test_a_dry_run_with_a_task_loads_the_configured_adapter_only(workspace: Path
 
 
 def test_a_lazy_module_is_imported_at_its_first_use_and_reads_through() -> None:
-    """`worker.lazyimport.lazy` imports nothing until an attribute is read, then answers from
-    the real module (a change made to it later is seen too); a missing module fails at use."""
+    """`worker.process.lazyimport.lazy` imports nothing until an attribute is read, then answers
+    from the real module (a change made to it later is seen too); a missing module fails at use."""
     code = (
         "import sys\n"
-        "from worker.lazyimport import lazy\n"
+        "from worker.process.lazyimport import lazy\n"
         "m = lazy('colorsys')\n"
         "before = 'colorsys' in sys.modules\n"
         "value = m.rgb_to_hsv(1.0, 0.0, 0.0)\n"
@@ -353,7 +358,7 @@ def test_children_get_the_environment_worker_started_with() -> None:
     (agents, the projects they test) do not inherit the switch, unless the operator set it."""
     code = (
         "import os, worker.cli\n"
-        "from worker.proc import child_env\n"
+        "from worker.process.proc import child_env\n"
         "child = child_env()\n"
         "print(os.environ.get('PYDANTIC_DISABLE_PLUGINS'), "
         "child.get('PYDANTIC_DISABLE_PLUGINS'), "

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_worker, state_of
-from worker import statedir
 from worker.config import load_settings
 from worker.errors import ConfigError
+from worker.state import statedir
 
 
 def test_the_state_home_follows_xdg_and_windows_conventions(tmp_path: Path) -> None:

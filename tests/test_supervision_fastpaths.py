@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from worker.agents import claude_stream
 from worker.agents.jsonl import as_int, as_str, loads, parse, tool_call, tool_result, usage_event
-from worker.boundedio import clip_event
 from worker.models import AgentEvent, EventKind
+from worker.process.boundedio import clip_event
 from worker.supervision import formats, signals
 from worker.supervision.progress import Knowledge, shell_writes
 from worker.supervision.signals import (

@@ -113,7 +113,7 @@ def test_status_at_a_glance(settings: Settings) -> None:
 def test_approval_and_message_reach_a_wait_file_named_unlike_its_task(settings: Settings) -> None:
     """The specification's tool may name its files freely (`wait-msg-20.json` for task
     `msg-20`): `waits approve` and `intercom send` write where phase 0 reads that wait."""
-    from worker.store import Store
+    from worker.state.store import Store
     from worker.waits import phase0
 
     settings.wait_states.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import pytest
 
 from worker.config import Settings, load_settings
 from worker.sources.message import write_message as write_inbox
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import authored, intercom, phase0
 from worker.waits.ledger import Ledger
 from worker.waits.record import save_wait

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import save_approval_wait
 from worker.config import Settings, load_settings
 from worker.kernel.observe import waiting_flows
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import intercom, phase0, record
 from worker.waits.state import WaitState
 

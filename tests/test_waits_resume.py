@@ -19,8 +19,8 @@ import pytest
 from tests.conftest import FakeAgent, rewrite_wait, state_of, write_message
 from worker.cli.app import app
 from worker.config import load_settings
-from worker.platform.process import end_group
-from worker.runner import RunOptions, RunReport, run_once
+from worker.process.platform.process import end_group
+from worker.run.runner import RunOptions, RunReport, run_once
 from worker.waits.service import adopt
 
 

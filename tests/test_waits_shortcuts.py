@@ -24,7 +24,7 @@ import pytest
 from pydantic import ValidationError
 
 from worker.config import Settings, load_settings
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import intercom, phase0, record
 from worker.waits.builtin import UserApproval
 from worker.waits.conditions import CheckContext, Waiting

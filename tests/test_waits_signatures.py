@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import needs_posix, save_approval_wait
 from worker.config import Settings, load_settings
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import phase0, record
 
 pytestmark = needs_posix("signatures hold on POSIX only (ctime is a change time there)")

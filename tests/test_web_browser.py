@@ -20,8 +20,8 @@ import pytest
 from tests.conftest import FakeAgent, save_approval_wait, write_message
 from tests.web_support import TOKEN, dashboard
 from worker.config import load_settings
-from worker.runner import RunOptions, run_once
-from worker.store import Store
+from worker.run.runner import RunOptions, run_once
+from worker.state.store import Store
 from worker.waits import intercom
 
 pytestmark = pytest.mark.usefixtures("only_the_task")

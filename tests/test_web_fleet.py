@@ -15,7 +15,7 @@ from tests.pg import PASSWORD
 from tests.web_support import TOKEN, client, close_clients, dashboard
 from worker.config import load_settings
 from worker.models import Outcome
-from worker.runner import RunOptions, run_once
+from worker.run.runner import RunOptions, run_once
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from tests.web_support import (
 from worker.config import load_settings
 from worker.errors import ExitCode
 from worker.kernel.control import control_dir
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import intercom
 from worker.web.auth import make_auth
 from worker.web.live import Broadcaster, read_running
@@ -242,7 +242,7 @@ def test_the_live_stream_gives_the_running_task_and_one_read_serves_every_page(
     store as often as one does."""
     settings = load_settings(workspace)
     with Store(settings.db_path) as store:
-        from worker.progress import ensure
+        from worker.state.progress import ensure
 
         ensure(store)
         run_id = store.start_run(settings.machine_id, __import__("os").getpid())

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker import workspace_git
-from worker.workspace_git import changed_files, diff_digest, work_state
+from worker.process import workspace_git
+from worker.process.workspace_git import changed_files, diff_digest, work_state
 
 from .conftest import git
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 
 from worker.config import Settings, load_settings
-from worker.progress import ensure as ensure_progress
-from worker.store import Store
+from worker.state.progress import ensure as ensure_progress
+from worker.state.store import Store
 from worker.web.server import Served, running
 
 TOKEN = "dashboard-token-0123456789abcdef"

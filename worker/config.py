@@ -30,18 +30,18 @@ from pydantic import (
 
 from worker.config_load import ConfigProblem, Keys, Loader
 from worker.errors import ConfigError
-from worker.folders import check_folders
 from worker.sources.github.settings import GitHubSettings
-from worker.statedir import default_state_dir, location_problem
+from worker.state.folders import check_folders
+from worker.state.statedir import default_state_dir, location_problem
 from worker.waits.settings import WaitSettings
 
 if TYPE_CHECKING:
     from worker.daemon.settings import DaemonSettings
     from worker.fleet.settings import FleetSettings
-    from worker.notify.settings import NotifySettings
-    from worker.retention_settings import RetentionSettings
+    from worker.operator.notify.settings import NotifySettings
     from worker.review.settings import ReviewSettings
-    from worker.sandbox_settings import SandboxSettings
+    from worker.sandbox.settings import SandboxSettings
+    from worker.state.retention_settings import RetentionSettings
     from worker.supervision.settings import SupervisionSettings
 
 CONFIG_FILE = "worker.toml"
@@ -253,14 +253,14 @@ def section_model(name: str) -> type[BaseModel]:
 
         return FleetSettings
     if name == "retention":
-        from worker.retention_settings import RetentionSettings
+        from worker.state.retention_settings import RetentionSettings
 
         return RetentionSettings
     if name == "sandbox":
-        from worker.sandbox_settings import SandboxSettings
+        from worker.sandbox.settings import SandboxSettings
 
         return SandboxSettings
-    from worker.notify.settings import NotifySettings
+    from worker.operator.notify.settings import NotifySettings
 
     return NotifySettings
 

@@ -24,7 +24,7 @@ from worker.errors import ConfigError
 ENV_PREFIX = "WORKER_"
 # Variables with the prefix that are not settings: secrets (read where they are used, never
 # stored), the `--workspace` option, the inbox's short name, and the variable worker sets for
-# the Windows shell of its own children (worker/platform/shell.py).
+# the Windows shell of its own children (worker/process/platform/shell.py).
 NOT_SETTINGS = frozenset(
     {
         "WORKER_GITHUB_TOKEN",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names for mypy; worker.models loads this module at the first use
     from worker.models import AgentEvent, InfraFailure, Outcome, Task
-    from worker.sandbox import Sandbox
+    from worker.sandbox.box import Sandbox
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class AgentRequest:
     stop: threading.Event | None = field(default=None, compare=False)
     # Told the agent's pid (= its process group) once it runs: recorded on the task's claim.
     on_start: Callable[[int], None] | None = field(default=None, compare=False)
-    # The box the agent runs in (worker/sandbox.py), set by the adapter the registry hands out.
+    # The box the agent runs in (worker/sandbox/box.py), set by the adapter the registry hands out.
     sandbox: Sandbox | None = field(default=None, compare=False)
 
 

@@ -760,7 +760,7 @@ def make_source(
     """A GitHubSource for `workspace` (its own SQLite store) talking to the fake server."""
     from worker.config import load_settings
     from worker.sources.github.source import GitHubSource
-    from worker.store import Store
+    from worker.state.store import Store
 
     workspace.mkdir(parents=True, exist_ok=True)
     settings = load_settings(

@@ -8,7 +8,7 @@ from typing import Any
 
 from worker.config import Settings, load_settings
 from worker.models import IterationRecord, Outcome, Task, TaskResult
-from worker.store import Store
+from worker.state.store import Store
 
 ALL_OFF = {
     "style": {"enabled": False},

@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult
-from worker.proc import LineHandler, ProcResult, output_redactor, redact, run_process
-from worker.sandbox import launch
+from worker.process.boundedio import clip_event
+from worker.process.proc import LineHandler, ProcResult, output_redactor, redact, run_process
+from worker.sandbox.box import launch
 
 # Called for every normalised event while the agent runs; a returned string stops the agent
 # (the whole process group) with that reason. This is where the supervisor listens.
@@ -63,7 +63,7 @@ def launch_agent(
     on_stderr: LineHandler | None = None,
 ) -> ProcResult:
     """The one place an agent CLI starts: `argv` in the request's sandbox when it has one
-    (worker/sandbox.py), through the process chokepoint."""
+    (worker/sandbox/box.py), through the process chokepoint."""
     with launch(request, argv) as (command, env):
         return run_process(
             command,

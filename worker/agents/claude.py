@@ -23,7 +23,7 @@ from worker.models import (
     InfraFailure,
     InfraKind,
 )
-from worker.proc import ProcResult
+from worker.process.proc import ProcResult
 
 # End the CLI at its 3rd retry of an overloaded or failing API (it would try 10 times over
 # minutes); the task then waits and tries again later.

@@ -28,7 +28,7 @@ from worker.agents import failures
 from worker.agents.base import EventCollector, EventHandler, run_streaming, with_process
 from worker.agents.codex_stream import codex_line
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind, InfraFailure, InfraKind
-from worker.proc import ProcResult
+from worker.process.proc import ProcResult
 
 CLI = "Codex"
 KEY_SETTING = "OPENAI_API_KEY (or the env_key of Codex's model provider)"

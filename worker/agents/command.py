@@ -6,8 +6,8 @@ import tempfile
 from pathlib import Path
 
 from worker.agents.base import EventHandler, launch_agent
-from worker.boundedio import clip_event
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind
+from worker.process.boundedio import clip_event
 
 PROMPT_FILE_PLACEHOLDER = "{prompt_file}"
 MODEL_PLACEHOLDER = "{model}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from worker.models import InfraFailure, InfraKind
-from worker.proc import redact
+from worker.process.proc import redact
 
 # "unexpected status 401 Unauthorized" (codex), `"code":401` (the Gemini API's error body),
 # "failed with status 503" (Gemini CLI's retry lines), "HTTP 529".

@@ -38,7 +38,7 @@ from worker.agents import failures
 from worker.agents.base import EventCollector, EventHandler, run_streaming, with_process
 from worker.agents.gemini_stream import GeminiJoiner
 from worker.models import AgentEvent, AgentRequest, AgentResult, EventKind, InfraFailure, InfraKind
-from worker.proc import ProcResult
+from worker.process.proc import ProcResult
 
 # Neutral on purpose: the same adapter runs task prompts and reviewers' prompts.
 INSTRUCTION = "Follow the instructions above."

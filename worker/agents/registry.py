@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from worker.agents.sandboxed import sandboxed
 from worker.config import Settings
 from worker.errors import ConfigError
-from worker.lazyimport import lazy
 from worker.modes import Mode, permission_args
+from worker.process.lazyimport import lazy
 
 _base = lazy("worker.agents.base")  # Masked, loaded with the adapter (it brings the process layer)
 

@@ -1,6 +1,6 @@
 """Any adapter, in the sandbox `[sandbox]` asks for: the registry hands this out in its place,
 and the request it runs carries the box to the one launcher (agents/base.py), so that the
-adapter itself never knows (worker/sandbox.py)."""
+adapter itself never knows (worker/sandbox/box.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from worker.config import Settings
 from worker.modes import Mode
 from worker.results import AgentRequest, AgentResult
-from worker.sandbox import Sandbox, find_runtime
-from worker.sandbox_report import refusals
+from worker.sandbox.box import Sandbox, find_runtime
+from worker.sandbox.report import refusals
 
 if TYPE_CHECKING:
     from worker.agents.base import AgentAdapter, EventHandler

@@ -5,7 +5,7 @@ model: importlib.metadata and a scan, about 20 ms on every command. worker uses 
 plugin, so its own process switches the scan off with pydantic's environment variable, here
 and not on `import worker`, which would change the environment of any program importing it.
 The switch is set when the operator has not set it, with a mark saying it is worker's (a
-`worker serve` started by `worker supervise` inherits both); `worker.proc.child_env` removes
+`worker serve` started by `worker supervise` inherits both); `worker.process.proc.child_env` removes
 the two again, so the agents and the projects they test see the environment worker was
 started with.
 """

@@ -171,7 +171,7 @@ def _root(
     # ui loads on first use) is a tenth of its start-up.
     import logging
 
-    from worker import ui
+    from worker.cli import ui
 
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
@@ -184,7 +184,7 @@ def main() -> None:
     try:
         app()
     except WorkerError as exc:
-        from worker import ui
+        from worker.cli import ui
 
         ui.error(str(exc))
         sys.exit(int(exc.exit_code))
@@ -193,7 +193,7 @@ def main() -> None:
     except Exception as exc:  # last resort: a message, and the traceback in the debug log
         import logging
 
-        from worker import ui
+        from worker.cli import ui
 
         logging.getLogger("worker").debug("unexpected error", exc_info=True)
         ui.error(f"unexpected {type(exc).__name__}: {exc} (run with -v for details)")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
@@ -35,7 +35,7 @@ def cancel(
     from worker.errors import UsageError
     from worker.kernel.control import write_order
     from worker.kernel.model import Order
-    from worker.known_tasks import require_known
+    from worker.state.known_tasks import require_known
 
     if pause and resume:
         raise UsageError("--pause and --resume cannot be used together")

@@ -31,7 +31,7 @@ def settings_for(workspace: Path, *, lenient: bool = False, warn: bool = True) -
     whatever is wrong, each problem left out and printed here as a warning (unless `warn` is
     False: doctor reports them itself), so nothing locks a person out of finding what to fix.
     A warning (a variable that is no setting) is printed for every command."""
-    from worker import ui  # nor logging, which ui loads
+    from worker.cli import ui  # nor logging, which ui loads
     from worker.config import load_settings  # pydantic is not needed for `--help`
 
     settings = load_settings(workspace, lenient=lenient)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
@@ -23,7 +23,7 @@ def costs_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Report the recorded spend: the tasks' agent calls, and the reviewers' apart."""
-    from worker.costs import parse_since, report
+    from worker.run.costs import parse_since, report
 
     data = report(settings_for(workspace, lenient=True), by, parse_since(since)).to_json()
     ui.emit(data, as_json, _render)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import WorkspaceOpt, settings_for
 from worker.errors import UsageError
 

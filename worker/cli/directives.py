@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 directives_app = typer.Typer(

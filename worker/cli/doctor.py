@@ -7,14 +7,14 @@ from typing import Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
 def doctor_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Check the agent CLIs, state and inbox folders, modes, GitHub token and repositories,
     the environment a scheduled run sees, and Gemini CLI's trust and auth settings."""
-    from worker.doctor import run_doctor  # its checks import the GitHub client
+    from worker.operator.doctor import run_doctor  # its checks import the GitHub client
 
     report = run_doctor(settings_for(workspace, lenient=True, warn=False))
     ui.emit(report.as_dict(), as_json, _render)

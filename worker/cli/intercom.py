@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 app = typer.Typer(
@@ -30,7 +30,7 @@ def send(
 
     A message starting with /stop, /cancel, /pause or /resume is an order for the task instead
     (the running worker obeys it within a second or two, or the next run does)."""
-    from worker.known_tasks import require_known
+    from worker.state.known_tasks import require_known
     from worker.waits.service import note
 
     settings = settings_for(workspace)

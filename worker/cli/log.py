@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.errors import UsageError
 
@@ -44,9 +44,9 @@ def log_command(
 ) -> None:
     """List recent runs: task and title, outcome and its codes (e.g. AGENT_NOT_FOUND), what
     ended it in words, the decision's reason codes, iterations and cost."""
-    from worker.run_log import follow as follow_runs
-    from worker.run_log import log_rows
-    from worker.store import Store
+    from worker.state.run_log import follow as follow_runs
+    from worker.state.run_log import log_rows
+    from worker.state.store import Store
 
     settings = settings_for(workspace, lenient=True)
     if fleet:

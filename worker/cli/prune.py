@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 DryRunOpt = Annotated[
@@ -19,7 +19,7 @@ def prune_command(
     workspace: WorkspaceOpt = Path("."), dry_run: DryRunOpt = False, as_json: JsonOpt = False
 ) -> None:
     """Delete runs, decisions, ended claims and run logs past their retention ([retention])."""
-    from worker.retention import prune_workspace
+    from worker.state.retention import prune_workspace
 
     ui.emit(prune_workspace(settings_for(workspace), dry_run=dry_run).to_dict(), as_json, _render)
 

@@ -7,14 +7,14 @@ from typing import Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
 def queue_command(workspace: WorkspaceOpt = Path("."), as_json: JsonOpt = False) -> None:
     """List the queued tasks of every source in the order runs would take them, with why each
     would or would not be taken next. Nothing is claimed or moved."""
-    from worker.queue_plan import queue
+    from worker.operator.queue_plan import queue
 
     rows = [row.to_json() for row in queue(settings_for(workspace, lenient=True))]
     ui.emit({"queue": rows}, as_json, _render)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
@@ -46,8 +46,8 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a ready wait state, or take the next task, drive the agent, report."""
-    from worker.runner import RunOptions, request_stop, run_once
-    from worker.signals import stop_signals
+    from worker.process.signals import stop_signals
+    from worker.run.runner import RunOptions, request_stop, run_once
 
     settings = settings_for(workspace)
     progress = ui.LiveProgress(quiet=quiet or as_json)

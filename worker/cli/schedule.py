@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
-from worker.platform.schedule import Kind, Target, render, schedule_env
+from worker.process.platform.schedule import Kind, Target, render, schedule_env
 
 
 def schedule_command(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.humanize import duration
 
@@ -42,8 +42,8 @@ def serve_command(
         daemon = settings.daemon.model_copy(update={"interval_s": interval})
         settings = settings.with_sections(daemon=daemon)
     from worker.daemon.serve import serve
-    from worker.notify.telegram import Poller
-    from worker.run_report import RunOptions
+    from worker.operator.notify.telegram import Poller
+    from worker.state.run_report import RunOptions
 
     progress = ui.LiveProgress(quiet=quiet or as_json)
     progress.note(

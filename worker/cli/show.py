@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
@@ -20,7 +20,7 @@ def show_command(
     as_json: JsonOpt = False,
 ) -> None:
     """List each iteration of a run: its STATUS line, cost, tools used and files written."""
-    from worker.run_log import run_detail
+    from worker.state.run_log import run_detail
 
     ui.emit(run_detail(settings_for(workspace), run), as_json, _render)
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 from worker.errors import UsageError
 from worker.humanize import CONDITION_WORDS, duration, moment, yes_no
@@ -30,7 +30,7 @@ def status_command(
     """Show the running task (iteration, elapsed, cost, current tool), the waits (what each
     waits for, since when), the claims and their leases, the queue per source, the files set
     aside in rejected/, the last failures and today's spend."""
-    from worker.operator_status import status
+    from worker.operator.status import status
 
     settings = settings_for(workspace, lenient=True)
     if fleet:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 
@@ -35,7 +35,7 @@ def submit_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Put a task into the inbox (a validated message, written atomically); print its id."""
-    from worker.submit import submit
+    from worker.operator.submit import submit
 
     text = sys.stdin.read() if body == "-" else (body or "")
     done = submit(

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker import ui
+from worker.cli import ui
 from worker.cli.common import JsonOpt, WorkspaceOpt, settings_for
 
 sub = typer.Typer(
@@ -34,8 +34,8 @@ def supervise_command(
     start, exit and restart of the child as it happens."""
     if ctx.invoked_subcommand is not None:
         return
+    from worker.daemon.supervise_watch import EventWatch
     from worker.daemon.supervisor import supervise
-    from worker.supervise_watch import EventWatch
 
     settings = settings_for(workspace)
     progress = ui.LiveProgress(quiet=quiet or as_json)

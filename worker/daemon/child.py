@@ -1,12 +1,12 @@
 """The long-lived child of `worker supervise` (normally `worker serve`).
 
-This is the one module besides worker/proc.py that starts processes, on purpose:
+This is the one module besides worker/process/proc.py that starts processes, on purpose:
 `run_process` runs a command to its end and reads its output, while the supervisor must start
 a process, return at once, poll it for years and never read what it prints (its output may
 quote prompts and messages, which the supervisor must not see). The child's stdout and stderr
 go straight to a log file the supervisor only appends to. Like run_process, the child starts in
-its own process group (and, on Windows, its own Job Object: worker/platform/process.py), so that
-what it leaves behind can be ended with it.
+its own process group (and, on Windows, its own Job Object: worker/process/platform/process.py), so
+that what it leaves behind can be ended with it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from worker.platform.process import TreeProcess
-from worker.proc import redact
+from worker.process.platform.process import TreeProcess
+from worker.process.proc import redact
 
 log = logging.getLogger(__name__)
 

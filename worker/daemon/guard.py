@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from worker.errors import ConfigError
-from worker.locking import held
+from worker.process.locking import held
 
 
 def current_euid() -> int | None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.fsutil import atomic_write_text
-from worker.store import Store
+from worker.state.fsutil import atomic_write_text
+from worker.state.store import Store
 
 READY_KEY = "serve.ready"
 HEARTBEAT_KEY = "serve.heartbeat"

@@ -3,7 +3,8 @@
 A revision runs from its own snapshot under `<state>/daemon/revisions/<sha>` (`git archive`,
 unpacked), never from the checkout itself: the agent may be editing that checkout, rolling back
 must not touch it, and the supervisor writes only inside the state folder. The child imports
-the snapshot's code through PYTHONPATH. git and the build go through worker.proc.run_process.
+the snapshot's code through PYTHONPATH. git and the build go through
+worker.process.proc.run_process.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 import worker
 from worker.config import Settings
 from worker.daemon.health import REVISION_ENV
-from worker.gitsafe import git_argv
-from worker.proc import redact, run_process
+from worker.process.gitsafe import git_argv
+from worker.process.proc import redact, run_process
 
 _DONE = ".worker-snapshot-complete"
 _GIT_TIMEOUT_S = 60.0

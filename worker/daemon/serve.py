@@ -1,8 +1,8 @@
 """`worker serve`: the batch cycle in a loop, one run at a time, with health signals.
 
-Each cycle calls `worker.runner.run_once` (the same lock and decisions as `worker run`), then
+Each cycle calls `worker.run.runner.run_once` (the same lock and decisions as `worker run`), then
 sleeps for `interval_s` or until a new file lands in the inbox. SIGTERM/SIGINT end the loop and
-ask the runner (`worker.runner.request_stop`) to stop the agent, keep its work and release the
+ask the runner (`worker.run.runner.request_stop`) to stop the agent, keep its work and release the
 task; see signals.py for why this happens on a watcher thread.
 
 Unexpected exceptions are not caught: a crash is what lets `worker supervise` restart this
@@ -22,8 +22,8 @@ from worker.config import Settings
 from worker.daemon import health
 from worker.daemon.inbox_watch import InboxWatch
 from worker.errors import ConfigError, ExitCode, LockHeld, WorkerError
-from worker.signals import stop_signals
-from worker.store import Store
+from worker.process.signals import stop_signals
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class ServeReport:
 def _runner() -> tuple[RunOnce, Callable[[], Any], RequestStop | None]:
     # Imported on first use: `worker supervise` imports this package but must never load the
     # data plane (sources, agents) into its own process.
-    from worker import runner
+    from worker.run import runner
 
     return runner.run_once, runner.RunOptions, getattr(runner, "request_stop", None)
 

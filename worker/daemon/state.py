@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from worker.store import Store, script
+from worker.state.store import Store, script
 
 COMPONENT = "daemon"
 STATE_KEYS = ("current_good_rev", "candidate_rev", "last_failure_reason")

@@ -8,8 +8,8 @@ from worker.config import Settings
 from worker.daemon import health
 from worker.daemon.state import SupervisorState
 from worker.daemon.supervisor import PRESENCE_KEY
-from worker.platform.process import alive
-from worker.store import Store
+from worker.process.platform.process import alive
+from worker.state.store import Store
 
 
 def supervise_status(settings: Settings, *, events: int = 20) -> dict[str, Any]:

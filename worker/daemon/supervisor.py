@@ -27,8 +27,8 @@ from worker.daemon import guard, health, revisions
 from worker.daemon.child import ChildHandle, Launcher, launch
 from worker.daemon.policy import ExitDecision, RestartPolicy, Verdict
 from worker.daemon.state import SupervisorState
-from worker.signals import stop_signals
-from worker.store import Store
+from worker.process.signals import stop_signals
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 PRESENCE_KEY = "supervise.presence"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from worker.config import Settings
-    from worker.store import Store
+    from worker.state.store import Store
 
 
 def fleet_session(settings: Settings, store: Store) -> AbstractContextManager[Any]:

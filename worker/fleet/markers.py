@@ -28,8 +28,8 @@ from typing import Any
 from urllib.parse import quote
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text
-from worker.store import Store
+from worker.state.fsutil import atomic_write_text
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 

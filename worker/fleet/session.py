@@ -20,7 +20,7 @@ from worker.fleet.claims import PgClaims
 from worker.fleet.db import FleetUnavailable
 from worker.fleet.history import PgHistory
 from worker.fleet.link import Link
-from worker.store import Store
+from worker.state.store import Store
 from worker.supervision.reports import report_path
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text, json_files, quarantine
 from worker.kernel.model import ALL_TASKS, ControlOrder, Order
 from worker.sources.message import Message, addressed_messages
+from worker.state.fsutil import atomic_write_text, json_files, quarantine
 from worker.waits import authored
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from worker.store import Store, script
+from worker.state.store import Store, script
 
 if TYPE_CHECKING:
     import sqlite3

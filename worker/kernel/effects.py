@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text, quarantine
 from worker.kernel import control, db, staleness
 from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, ReplySignal, StaleItem
 from worker.models import Outcome, Task
-from worker.platform.names import portable_name
+from worker.process.platform.names import portable_name
 from worker.sources.base import TaskSource
 from worker.sources.message import Message, outbox
-from worker.store import Store
+from worker.state.fsutil import atomic_write_text, quarantine
+from worker.state.store import Store
 from worker.waits import record
 from worker.waits.phase0 import task_of
 

@@ -71,7 +71,7 @@ def explain(event: dict[str, Any], run: dict[str, Any] | None = None) -> list[st
     if cands:
         lines.append("Candidates seen: " + ", ".join(f"{k} {v}" for k, v in cands.items()) + ".")
     if isinstance(kernel.get("paused"), int) or isinstance(kernel.get("queued"), int):
-        # An idle decision stores counts (worker.retention.decision_detail).
+        # An idle decision stores counts (worker.state.retention.decision_detail).
         lines.append(f"Paused: {kernel.get('paused', 0)}; queued: {kernel.get('queued', 0)}.")
     elif kernel.get("paused"):
         lines.append(

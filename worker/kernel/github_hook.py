@@ -32,7 +32,7 @@ from worker.kernel import control
 from worker.kernel.model import ControlOrder
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.selection import parse_task_id, task_id
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits import record
 from worker.waits.github_look import iso, parse, whole
 from worker.waits.state import WaitState, wait_state_files

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.errors import MalformedInput
-from worker.fsutil import json_files, subfolders
 from worker.kernel.control import may_order, order_of_text
 from worker.kernel.model import ControlOrder, Order
+from worker.state.fsutil import json_files, subfolders
 from worker.waits import authored, intercom, record
 from worker.waits.intercom import Note
 

@@ -17,7 +17,7 @@ from worker.kernel import control, db, staleness
 from worker.kernel.model import Order, ReplySignal, Snapshot, StaleItem, WaitingFlow
 from worker.kernel.orders import read_orders
 from worker.sources.message import addressed_messages
-from worker.store import Store
+from worker.state.store import Store
 from worker.waits.phase0 import task_of, trusted_waits
 
 if TYPE_CHECKING:

@@ -15,11 +15,11 @@ from worker.kernel.decide import decide
 from worker.kernel.model import Decision, Reason, Snapshot
 from worker.kernel.observe import observe
 from worker.models import Task
-from worker.run_report import RunOptions
 from worker.sources.base import Listing, TaskSource
 from worker.sources.fallback import LAST_RUN_KEY
 from worker.sources.registry import build_sources
-from worker.store import Store
+from worker.state.run_report import RunOptions
+from worker.state.store import Store
 from worker.waits import phase0
 from worker.waits.state import file_name
 

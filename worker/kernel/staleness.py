@@ -18,7 +18,7 @@ from typing import Any
 from worker.config import Settings
 from worker.kernel.model import StaleItem
 from worker.sources import inbox
-from worker.store import Store
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def find(settings: Settings, store: Store, now: float | None = None) -> list[Sta
     if not left:
         return items
     # git's helpers (and the process layer under them) only when a worktree was left behind.
-    from worker.workspace_git import branch_name, changed_files
+    from worker.process.workspace_git import branch_name, changed_files
 
     live = {
         branch_name(row["task_id"]).split("/", 1)[1]
@@ -77,7 +77,7 @@ def _nothing(claim: dict[str, Any]) -> None:
 
 def clean_worktree(settings: Settings, path: Path) -> str:
     """Commit what the worktree holds to its branch, then remove it; keep it on any doubt."""
-    from worker.workspace_git import finish_worktree  # see find()
+    from worker.process.workspace_git import finish_worktree  # see find()
 
     try:
         committed = finish_worktree(

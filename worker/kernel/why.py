@@ -7,7 +7,7 @@ from typing import Any
 from worker.config import Settings
 from worker.errors import UsageError
 from worker.kernel.explain import explain
-from worker.store import Store
+from worker.state.store import Store
 
 
 def explain_run(settings: Settings, run_id: int | None = None) -> dict[str, Any]:

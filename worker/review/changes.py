@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from worker.gitsafe import git_argv
-from worker.proc import run_process
+from worker.process.gitsafe import git_argv
+from worker.process.proc import run_process
 
 _GIT_TIMEOUT_S = 60.0
 

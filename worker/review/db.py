@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from worker.store import Store, script
+from worker.state.store import Store, script
 
 COMPONENT = "review"
 TASK_LOG_KEEP = 100

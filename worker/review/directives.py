@@ -17,7 +17,7 @@ from typing import Any
 from worker.models import Task
 from worker.review import db
 from worker.review.prompt import estimate_tokens, words
-from worker.store import Store
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 

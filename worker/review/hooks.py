@@ -26,7 +26,7 @@ from worker.review.triggers import (
     signals_of,
     urgency_of,
 )
-from worker.store import Store
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 

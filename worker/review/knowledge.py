@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text
 from worker.review import docs
 from worker.review.docs import INDEX_NAME, Doc
 from worker.review.schema import DocumentOut, KnowledgeItem
+from worker.state.fsutil import atomic_write_text
 
 log = logging.getLogger(__name__)
 

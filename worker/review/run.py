@@ -20,7 +20,7 @@ from worker.review.knowledge import OWNERS, KnowledgeStore
 from worker.review.reviewers import ReviewInput, build_prompt
 from worker.review.schema import Answer, KnowledgeAnswer, findings_of, parse_answer
 from worker.review.triggers import Due, next_interval
-from worker.store import Store
+from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 # Reviewers only read; worker writes their documents itself, from the JSON answer (folder

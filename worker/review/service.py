@@ -11,7 +11,7 @@ from worker.review import db
 from worker.review import directives as queue
 from worker.review.knowledge import KnowledgeStore
 from worker.review.triggers import REVIEWERS
-from worker.store import Store
+from worker.state.store import Store
 
 _ID = re.compile(r"^[Dd]?(\d+)$")
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
-from worker.lazyimport import lazy
 from worker.models import Task
-from worker.platform.shell import shell_command
+from worker.process.lazyimport import lazy
+from worker.process.platform.shell import shell_command
 from worker.sources.base import Listing, Skipped
 from worker.sources.project_checks import cannot_run, detect_plan
-from worker.store import Store
+from worker.state.store import Store
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
@@ -65,7 +65,7 @@ def run_checks(
     """Run each command through the shell, its output (stdout and stderr, in order) in
     `check-<K>.log`; a check that could not run carries its set-up problem."""
     # The process layer only when the checks run, not for each run that lists the task.
-    from worker.proc import child_env, run_process
+    from worker.process.proc import child_env, run_process
 
     results = []
     for number, command in enumerate(commands, start=1):

@@ -26,20 +26,20 @@ from pydantic import ValidationError
 
 from worker.config import Settings
 from worker.errors import ConfigError
-from worker.fsutil import atomic_write_text, json_files, quarantine
-from worker.lazyimport import lazy
 from worker.models import Outcome, Task
-from worker.platform.names import portable_name
+from worker.process.lazyimport import lazy
+from worker.process.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
 from worker.sources.message import UTF8_BOM, Message, addressed_messages, outbox
-from worker.store import Store
+from worker.state.fsutil import atomic_write_text, json_files, quarantine
+from worker.state.store import Store
 from worker.waits.state import file_name
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
-_proc = lazy("worker.proc")  # redact(), for replies only: an idle run writes none
+_proc = lazy("worker.process.proc")  # redact(), for replies only: an idle run writes none
 
 # Claim states of a task that ran to an end (not `released`: a stopped task comes back).
 _FINISHED = frozenset({"success", "failure", "waiting", "cancelled"})

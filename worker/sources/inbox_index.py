@@ -1,5 +1,5 @@
 """What the inbox read remembers between runs, in SQLite: the message files that are for other
-machines, each with the signature of the file it read (`worker.fsutil.signature`: size,
+machines, each with the signature of the file it read (`worker.state.fsutil.signature`: size,
 mtime, ctime, inode, mode), per scope (the mentions rule, the machine id, the folder).
 
 An idle run over unchanged files is then a directory scan and one `lstat` per file instead
@@ -10,7 +10,7 @@ one twice.
 
 - The signature is taken before the read: a file changed during the read is read again next
   time. A file changed within `SETTLE_NS` of the read is not remembered, and a symbolic link
-  never is (`worker.fsutil.settled` says why).
+  never is (`worker.state.fsutil.settled` says why).
 - The index is kept on POSIX only: Windows' `st_ctime` is the creation time, which a rewrite
   leaves as it was. A database error costs the index, never the read.
 - A scope no run has read for `STALE_S` is forgotten with its rows.
@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker.fsutil import SIGNATURE, settled, signature
-from worker.store import Store, script
+from worker.state.fsutil import SIGNATURE, settled, signature
+from worker.state.store import Store, script
 
 if TYPE_CHECKING:
     import sqlite3

@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker.errors import describe_validation
-from worker.fsutil import atomic_write_text, read_bytes
-from worker.platform.names import portable_name
+from worker.process.platform.names import portable_name
 from worker.sources.inbox_index import IndexedRead
-from worker.store import Store
+from worker.state.fsutil import atomic_write_text, read_bytes
+from worker.state.store import Store
 
 _CACHE_MAX_AGE_S = 2.0
 # Windows editors and PowerShell 5 start UTF-8 files with it; JSON readers may ignore it

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worker.config import Settings
-from worker.lazyimport import lazy
+from worker.process.lazyimport import lazy
 
-_proc = lazy("worker.proc")  # only to ask an interpreter (a dry run, doctor), never to list
+_proc = lazy("worker.process.proc")  # only to ask an interpreter (a dry run, doctor), never to list
 
 _PYTHON_MARKERS = (
     "pyproject.toml",

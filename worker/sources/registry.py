@@ -6,7 +6,7 @@ from worker.config import Settings
 from worker.sources.base import TaskSource
 from worker.sources.fallback import FallbackSource
 from worker.sources.inbox import InboxSource
-from worker.store import Store
+from worker.state.store import Store
 
 
 def build_sources(

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worker.fsutil import replace
+from worker.state.fsutil import replace
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from worker.store import Store, script
+from worker.state.store import Store, script
 
 if TYPE_CHECKING:
     import sqlite3

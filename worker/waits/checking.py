@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.config import Settings
-from worker.scheduling import ReadyWait
-from worker.store import Store
+from worker.kernel.scheduling import ReadyWait
+from worker.state.store import Store
 from worker.waits.builtin import registry
 from worker.waits.conditions import CheckContext, Verdict, Waiting, trust_of
 from worker.waits.ledger import CheckRow, Ledger, WaitCode

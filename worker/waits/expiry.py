@@ -12,10 +12,10 @@ from datetime import datetime
 from pathlib import Path
 
 from worker.config import Settings
-from worker.fsutil import quarantine
 from worker.models import Outcome
 from worker.sources.base import TaskSource
-from worker.store import Store
+from worker.state.fsutil import quarantine
+from worker.state.store import Store
 from worker.waits import record
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import WaitState, task_of

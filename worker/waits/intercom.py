@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.config import Settings
-from worker.fsutil import atomic_write_text, json_files, quarantine
+from worker.state.fsutil import atomic_write_text, json_files, quarantine
 from worker.waits import authored
 from worker.waits.state import file_name
 

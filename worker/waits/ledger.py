@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from worker.store import Store, script
+from worker.state.store import Store, script
 
 if TYPE_CHECKING:
     import sqlite3

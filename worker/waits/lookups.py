@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from worker.config import Settings
-from worker.fsutil import subfolders
 from worker.sources.message import Message, addressed_messages
-from worker.store import Store
+from worker.state.fsutil import subfolders
+from worker.state.store import Store
 from worker.waits import intercom
 from worker.waits.intercom import Note
 from worker.waits.state import WaitState

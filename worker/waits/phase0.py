@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from worker.config import Settings
-from worker.fsutil import opened_folder
-from worker.platform.process import alive
-from worker.scheduling import ReadyWait
-from worker.store import Store
+from worker.kernel.scheduling import ReadyWait
+from worker.process.platform.process import alive
+from worker.state.fsutil import opened_folder
+from worker.state.store import Store
 from worker.waits import intercom, record
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.state import WaitState, task_of, wait_state_files

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.errors import MalformedInput
-from worker.fsutil import atomic_write_text, quarantine, read_text, settled, signature
-from worker.store import Store
+from worker.state.fsutil import atomic_write_text, quarantine, read_text, settled, signature
+from worker.state.store import Store
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import (
     WaitState,

@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from worker import statedir
 from worker.config import Settings
 from worker.errors import UsageError
-from worker.locking import workspace_lock
 from worker.models import Outcome
-from worker.store import Store
+from worker.process.locking import workspace_lock
+from worker.state import statedir
+from worker.state.store import Store
 from worker.waits import authored, intercom, record
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.state import WaitState, file_name, load_wait_state, wait_state_files

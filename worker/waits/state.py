@@ -24,9 +24,9 @@ from pydantic import (
 )
 
 from worker.errors import MalformedInput, describe_validation
-from worker.fsutil import json_files
 from worker.models import Task
-from worker.platform.names import portable_name
+from worker.process.platform.names import portable_name
+from worker.state.fsutil import json_files
 from worker.waits import validate
 from worker.waits.validate import CONDITIONS
 

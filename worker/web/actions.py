@@ -13,7 +13,7 @@ from worker.fleet.orders import FleetOrders
 from worker.fleet.view import waiting_on
 from worker.kernel.control import write_order
 from worker.kernel.model import Order
-from worker.known_tasks import require_known
+from worker.state.known_tasks import require_known
 from worker.waits.intercom import Kind
 from worker.waits.service import WaitNotFound
 from worker.waits.service import note as write_note

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from worker.config import Settings
-from worker.platform.process import alive
+from worker.process.platform.process import alive
 from worker.waits.state import wait_state_files
 
 log = logging.getLogger(__name__)

@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from worker.config import Settings
-from worker.costs import report as cost_report
 from worker.errors import MalformedInput, UsageError
 from worker.fleet.view import fleet_log
 from worker.fleet.view import fleet_view as db_view
 from worker.humanize import CONDITION_WORDS
-from worker.operator_status import status as operator_status
-from worker.proc import output_redactor
-from worker.progress import progress_of, tool_summary
-from worker.queue_plan import queue as plan
-from worker.run_log import describe, run_detail, runs_where
-from worker.store import Store
+from worker.operator.queue_plan import queue as plan
+from worker.operator.status import status as operator_status
+from worker.process.proc import output_redactor
+from worker.run.costs import report as cost_report
+from worker.state.progress import progress_of, tool_summary
+from worker.state.run_log import describe, run_detail, runs_where
+from worker.state.store import Store
 from worker.supervision.factory import reports_folder, stale_after_s
 from worker.supervision.fleet import fleet_view as folder_view
 from worker.supervision.formats import read_file

@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from worker.store import Store
+    from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from worker.config import Settings
-from worker.gitsafe import git_argv, push_credentials, push_url, scratch_repo
 from worker.models import Outcome, Task, TaskResult
-from worker.proc import child_env, redact, run_process
+from worker.process.gitsafe import git_argv, push_credentials, push_url, scratch_repo
+from worker.process.proc import child_env, redact, run_process
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
@@ -156,7 +156,7 @@ def push_branch(
     settings: GitHubSettings, workspace: Any, branch: str, token: str | None
 ) -> str | None:
     """Push `branch` to the workspace's remote; returns an error text, None when pushed.
-    The token reaches git only through a one-shot credential helper (`worker.gitsafe`)."""
+    The token reaches git only through a one-shot credential helper (`worker.process.gitsafe`)."""
     env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
     refspec = f"{branch}:refs/heads/{branch}"
     url = push_url(workspace, settings.remote, env)

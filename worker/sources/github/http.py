@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.errors import WorkerError
-from worker.proc import redact
+from worker.process.proc import redact
 
 TOKEN_VARIABLES = ("WORKER_GITHUB_TOKEN", "GITHUB_TOKEN")
 

@@ -12,9 +12,9 @@ from dataclasses import asdict
 from typing import Any
 
 from worker.models import IterationRecord, Outcome, Task, TaskResult
-from worker.proc import redact
+from worker.process.proc import redact
 from worker.sources.github.selection import SOURCE
-from worker.store import Store
+from worker.state.store import Store
 
 KEY = "github:reports-pending"
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import time
 
 from worker.humanize import duration
 from worker.models import Outcome, TaskResult
-from worker.proc import redact
+from worker.process.proc import redact
 from worker.sources.github.settings import GitHubSettings
 
 _ICONS = {

@@ -20,7 +20,7 @@ from typing import Any
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
-from worker.proc import redact
+from worker.process.proc import redact
 from worker.sources.base import Listing, Skipped
 from worker.sources.github import pending as github_pending
 from worker.sources.github.claims import (
@@ -44,7 +44,7 @@ from worker.sources.github.selection import (
     timestamp,
     up_to_max,
 )
-from worker.store import Store
+from worker.state.store import Store
 
 _ERROR_LOG_BYTES = 1_000_000  # github.log starts over past this (about 2,500 errors)
 

@@ -1,0 +1,347 @@
+"""The agent in a box: the operating system's limits on what an agent CLI, and every process it
+starts, may read, write and reach.
+
+One place wraps the agent's command (`launch`, called by the adapters' one launcher,
+agents/base.py); the adapters never know. The runtimes are the well-kept ones: Anthropic's
+sandbox runtime (`srt`: bubblewrap and a filtering proxy on Linux, `sandbox-exec` on macOS)
+where it is installed, bubblewrap directly as the Linux fallback (files only: it has no proxy,
+so the network stays open, and `required` asks for the full set).
+
+The policy: writes only to the working tree (or worktree), the agent CLI's own session folder
+and a private temporary folder; reads refused for the user's secrets folders, worker's state
+folder and database, the inbox and the other worktrees; the network only to the model's API
+host and `[sandbox] allow_hosts`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from worker.config import Settings
+from worker.process.proc import child_env, run_process
+from worker.sandbox.hosts import model_hosts, no_proxy_without
+from worker.sandbox.settings import SandboxSettings
+
+if TYPE_CHECKING:
+    from worker.results import AgentRequest
+
+# The user's secrets: keys, cloud and GitHub credentials, git's stored passwords.
+SECRET_PATHS = (
+    ".ssh",
+    ".aws",
+    ".config/gh",
+    ".netrc",
+    ".git-credentials",
+    ".gnupg",
+    ".docker/config.json",
+    ".kube",
+    ".config/gcloud",
+    ".azure",
+)
+# Where each agent CLI keeps its sessions and settings: (variable naming it, default under ~).
+SESSION_DIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "claude": (("CLAUDE_CONFIG_DIR", ".claude"),),
+    "codex": (("CODEX_HOME", ".codex"),),
+    "gemini": (("GEMINI_CLI_HOME", ".gemini"),),
+}
+SETTINGS_PLACEHOLDER = "<sandbox settings>"
+TMP_PLACEHOLDER = "<private tmp>"
+INSTALL_HINT = (
+    "install the sandbox runtime (`npm install -g @anthropic-ai/sandbox-runtime`, the `srt` "
+    "command) with bubblewrap, socat and ripgrep (`apt-get install bubblewrap socat ripgrep`)"
+)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A sandbox runtime found on this machine: `srt` or `bwrap`, and what it enforces."""
+
+    name: str
+    path: str
+
+    @property
+    def network(self) -> bool:
+        return self.name == "srt"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one agent invocation may do: the folders it may write, those it may not read (and
+    those re-opened beneath them), the hosts it may reach."""
+
+    write: list[Path]
+    deny_read: list[Path]
+    allow_read: list[Path]
+    hosts: list[str]
+    no_proxy: str | None = None  # the proxy-bypass list, when the model's host is local
+    tmp: Path = Path(TMP_PLACEHOLDER)
+
+
+def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
+    """The runtime `box` asks for and this machine has and can run, or None and why not."""
+    runtime, why = _choose(box)
+    if runtime is None or not sys.platform.startswith("linux"):
+        return runtime, why
+    bwrap = runtime.path if runtime.name == "bwrap" else shutil.which("bwrap") or "bwrap"
+    broken = namespaces_problem(bwrap)
+    if broken:
+        return (
+            None,
+            f"{runtime.name} cannot run here: bubblewrap cannot make its namespaces ({broken})",
+        )
+    return runtime, ""
+
+
+@functools.cache
+def namespaces_problem(bwrap: str) -> str | None:
+    """Why bubblewrap cannot make its namespaces on this machine (a container without user
+    namespaces, Ubuntu's AppArmor rule); None when it can. Asked once per process."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
+    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
+    if proc.exit_code == 0:
+        return None
+    return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
+
+
+def _choose(box: SandboxSettings) -> tuple[Runtime | None, str]:
+    if box.mode == "off":
+        return None, 'the sandbox is off (sandbox.mode = "off")'
+    srt = shutil.which(box.srt_bin)
+    bwrap = shutil.which(box.bwrap_bin)
+    if sys.platform == "win32" and box.runtime != "srt":
+        return None, 'on Windows only an explicit sandbox.runtime = "srt" is used (alpha)'
+    if srt and box.runtime in ("auto", "srt"):
+        missing = _srt_needs()
+        if not missing:
+            return Runtime("srt", srt), ""
+        if box.runtime == "srt":
+            return None, f"srt is installed but needs {', '.join(missing)}"
+    elif box.runtime == "srt":
+        return None, f"`{box.srt_bin}` was not found on PATH"
+    if sys.platform.startswith("linux") and bwrap and box.runtime in ("auto", "bwrap"):
+        if box.mode == "required":
+            return None, f"bubblewrap alone cannot limit the network: {INSTALL_HINT}"
+        return Runtime("bwrap", bwrap), ""
+    return None, f"no sandbox runtime found: {INSTALL_HINT}"
+
+
+def _srt_needs() -> list[str]:
+    """What the sandbox runtime needs beside itself on this platform (its README)."""
+    if not sys.platform.startswith(("linux", "darwin")):
+        return []
+    needed = ["rg"] if sys.platform == "darwin" else ["bwrap", "socat", "rg"]
+    return [name for name in needed if shutil.which(name) is None]
+
+
+_STRENGTH = {"off": 0, "auto": 1, "required": 2}
+
+
+def for_task(settings: Settings, source: str) -> Settings:
+    """The settings a task runs with: one from GitHub issues (text by other people) gets at
+    least `[sandbox] untrusted_mode`, whatever `mode` says."""
+    box = settings.sandbox
+    if source != "github" or _STRENGTH[box.untrusted_mode] <= _STRENGTH[box.mode]:
+        return settings
+    return settings.with_sections(sandbox=box.model_copy(update={"mode": box.untrusted_mode}))
+
+
+def policy_for(
+    settings: Settings,
+    agent: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    create: bool = False,
+    tree: bool = True,
+) -> Policy:
+    """The limits of one invocation of `agent` in `cwd` (`create`: make the CLI's session
+    folder if missing, for bubblewrap binds only what exists; a dry run makes nothing;
+    `tree`: the working tree may be written, which a read-only mode turns off)."""
+    env = os.environ if env is None else env
+    box = settings.sandbox
+    home = Path(env.get("HOME") or Path.home())
+    cwd = cwd.resolve()
+    write = [cwd, *_git_dirs(cwd)] if tree else []
+    write += _session_dirs(agent, env, home, create)
+    write += [_absolute(settings, path) for path in box.allow_write]
+    deny = deny_list(settings, home)
+    # A worktree lives in the state folder: its own tree is open again, the others are not.
+    allow_read = [path for path in write if any(_inside(path, d) for d in deny)]
+    hosts = [*model_hosts(agent, env, home), *box.allow_hosts]
+    return Policy(
+        write=_unique(write),
+        deny_read=_unique(deny),
+        allow_read=_unique(allow_read),
+        hosts=_unique(hosts),
+        no_proxy=no_proxy_without(hosts),
+    )
+
+
+def deny_list(settings: Settings, home: Path) -> list[Path]:
+    """What the agent may not read: the user's secrets, worker's state folder, database and
+    inbox, and `[sandbox] deny_read`."""
+    deny = [home / name for name in SECRET_PATHS]
+    deny += [settings.state.resolve(), settings.inbox.resolve(), settings.db_path.resolve()]
+    return deny + [_absolute(settings, path) for path in settings.sandbox.deny_read]
+
+
+def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
+    found = []
+    for variable, default in SESSION_DIRS.get(agent, ()):
+        named = env.get(variable)
+        path = Path(named) if named else home / default
+        if variable == "GEMINI_CLI_HOME" and named:
+            path = path / ".gemini"
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        found.append(path.resolve())
+    return found
+
+
+def _git_dirs(cwd: Path) -> list[Path]:
+    """A worktree's own git folder (its index and HEAD) and the object store it shares with
+    the main repository (`git add` writes there; new objects change nothing by themselves).
+    Its refs stay read-only: worker commits the worktree's work itself."""
+    marker = cwd / ".git"
+    if not marker.is_file():
+        return []
+    try:
+        text = marker.read_text(encoding="utf-8").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    path = Path(text.removeprefix("gitdir:").strip())
+    own = (path if path.is_absolute() else cwd / path).resolve()
+    try:
+        common = Path((own / "commondir").read_text(encoding="utf-8").strip())
+    except OSError:
+        return [own]
+    return [own, ((common if common.is_absolute() else own / common) / "objects").resolve()]
+
+
+def _absolute(settings: Settings, path: Path) -> Path:
+    path = path.expanduser()
+    return (path if path.is_absolute() else settings.workspace / path).resolve()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+class Sandbox:
+    """The box one agent runs in: its runtime and the settings its policy comes from."""
+
+    def __init__(
+        self, settings: Settings, agent: str, runtime: Runtime, *, tree: bool = True
+    ) -> None:
+        self.settings, self.agent, self.runtime = settings, agent, runtime
+        self.tree = tree  # the working tree may be written
+
+    def read_only(self) -> Sandbox:
+        """The same box with the working tree read-only."""
+        return Sandbox(self.settings, self.agent, self.runtime, tree=False)
+
+    def command(
+        self, argv: list[str], cwd: Path, settings_file: str = SETTINGS_PLACEHOLDER
+    ) -> list[str]:
+        """`argv` as the runtime runs it (a dry run shows this, with placeholders)."""
+        policy = policy_for(self.settings, self.agent, cwd, tree=self.tree)
+        return self._wrap(argv, cwd, policy, settings_file)
+
+    def _wrap(self, argv: list[str], cwd: Path, policy: Policy, settings_file: str) -> list[str]:
+        if self.runtime.name == "srt":
+            inner = list(argv)
+            if policy.no_proxy is not None:  # the model's API is local: through the proxy
+                inner = [
+                    "env",
+                    f"NO_PROXY={policy.no_proxy}",
+                    f"no_proxy={policy.no_proxy}",
+                    *inner,
+                ]
+            return [self.runtime.path, "--settings", settings_file, "--", *inner]
+        return [self.runtime.path, *bwrap_args(policy, cwd), "--", *argv]
+
+    @contextlib.contextmanager
+    def launch(self, argv: list[str], cwd: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """The wrapped command and its environment, with a private temporary folder and the
+        runtime's settings file that last as long as the command."""
+        folder = Path(tempfile.mkdtemp(prefix="worker-sandbox-"))
+        try:
+            tmp = folder / "tmp"
+            tmp.mkdir()
+            policy = policy_for(self.settings, self.agent, cwd, create=True, tree=self.tree)
+            policy = Policy(**{**policy.__dict__, "write": [*policy.write, tmp], "tmp": tmp})
+            settings_file = folder / "srt-settings.json"
+            settings_file.write_text(json.dumps(srt_settings(policy)), encoding="utf-8")
+            env = {**child_env(), "TMPDIR": str(tmp), "CLAUDE_CODE_TMPDIR": str(tmp)}
+            yield self._wrap(argv, cwd, policy, str(settings_file)), env
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def srt_settings(policy: Policy) -> dict[str, Any]:
+    """The sandbox runtime's settings file (its README: Configuration)."""
+    return {
+        "network": {"allowedDomains": policy.hosts, "deniedDomains": []},
+        "filesystem": {
+            "denyRead": [str(path) for path in policy.deny_read],
+            "allowRead": [str(path) for path in policy.allow_read],
+            "allowWrite": [str(path) for path in policy.write],
+            "denyWrite": [],
+        },
+    }
+
+
+def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
+    """bubblewrap's arguments: the system read-only, the denied paths hidden (an empty
+    folder, made read-only last, once the writable paths beneath it are bound back), the
+    writable ones bound back; a parent's mount before the mounts beneath it."""
+    denied = [path for path in policy.deny_read if path.exists()]
+    # A denied path inside another is hidden with it (its mount point could not be made).
+    denied = [p for p in denied if not any(d != p and _inside(p, d) for d in denied)]
+    mounts: list[tuple[Path, list[str]]] = []
+    for path in denied:
+        if path.is_dir():
+            mounts.append((path, ["--tmpfs", str(path)]))
+        else:
+            mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
+    for path in policy.write:
+        if path.exists():
+            mounts.append((path, ["--bind", str(path), str(path)]))
+    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):
+        args += mount
+    for path in denied:
+        if path.is_dir():
+            args += ["--remount-ro", str(path)]
+    args += ["--setenv", "TMPDIR", str(policy.tmp), "--chdir", str(cwd)]
+    return args
+
+
+@contextlib.contextmanager
+def launch(
+    request: AgentRequest, argv: list[str]
+) -> Iterator[tuple[list[str], dict[str, str] | None]]:
+    """The command that starts the agent: `argv` in the request's sandbox, if it has one (the
+    environment None: the chokepoint's own)."""
+    if request.sandbox is None:
+        yield argv, None
+        return
+    with request.sandbox.launch(argv, request.cwd) as (wrapped, env):
+        yield wrapped, env
