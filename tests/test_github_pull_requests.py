@@ -107,6 +107,9 @@ def test_failing_checks_resume_the_task_and_the_merge_ends_it(
     assert _run(ws).task_id != TASK and len(fake_claude.task_calls) == 1
     shown = list_waits(load_settings(ws))["waits"][0]
     assert shown["pull_request"] == "#1000: checks running: tests" and not shown["ready"]
+    # The status comment says so too, in one last line kept current.
+    body = server.comments_of(REPO, 7)[0]["body"]
+    assert body.count("**Pull request now:**") == 1 and "checks running: tests" in body
     # They finish, one failing: the task resumes in its session with the check's output.
     server.set_checks(
         REPO,
@@ -236,6 +239,8 @@ def test_the_merge_label_merges_a_green_approved_pull_request(
     assert server.count("PUT") == 0
     standing = list_waits(load_settings(ws))["waits"][0]["pull_request"]
     assert "merge label set, but no approval by a trusted reviewer" in standing
+    body = server.comments_of(REPO, 7)[0]["body"]  # what is missing, where people look
+    assert body.count("**Pull request now:**") == 1 and "no approval by a trusted" in body
     server.add_review(REPO, 1000, "maintainer", "APPROVED")
     _run(ws)
     assert pull["merged"] and pull["_merge_method"] == "squash"

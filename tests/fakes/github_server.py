@@ -380,6 +380,8 @@ class FakeGitHub:
             if method == "DELETE":
                 del repo["comments"][int(rest[2])]
                 return 204, None, {}
+            if method == "GET":
+                return 200, found[1], {}
             found[1]["body"] = body["body"]
             found[1]["updated_at"] = iso()
             repo["issues"][found[0]]["updated_at"] = iso()
