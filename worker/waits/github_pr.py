@@ -142,7 +142,7 @@ def _verdict(pull: Pull) -> Verdict:
 def _tell(pull: Pull, standing: str) -> None:
     """The issue's status comment says where the pull request stands now, in one last line,
     rewritten only when that changes (an idle look writes nothing)."""
-    from worker.proc import redact
+    from worker.process.proc import redact
 
     comment_id = pull.wait.state.source_ref.get("comment_id")
     if not str(comment_id or "").isdigit():
