@@ -19,9 +19,19 @@ TOKEN = "ghs_push0token0value0000000000000000000"
 
 def fill(config: list[str], host: str, cwd: Path) -> str:
     """What `git credential fill` gets for `host` with worker's helper (no prompt)."""
+    return _ask(config, f"protocol=https\nhost={host}\n\n", cwd)
+
+
+def fill_url(config: list[str], url: str, cwd: Path) -> str:
+    """What `git credential fill` gets for a remote's URL: git splits it into protocol and
+    host (with the port when the URL has one) exactly as it does for a push."""
+    return _ask(config, f"url={url}\n\n", cwd)
+
+
+def _ask(config: list[str], question: str, cwd: Path) -> str:
     result = subprocess.run(
         git_argv(*config, "credential", "fill"),
-        input=f"protocol=https\nhost={host}\n\n",
+        input=question,
         cwd=cwd,
         env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""},
         capture_output=True,
@@ -48,21 +58,6 @@ def test_the_host_comes_from_the_api_address() -> None:
     assert git_host(enterprise) == "git.example.com"
     on_its_port = GitHubSettings(base_url="https://git.example.com:8443/api/v3")
     assert git_host(on_its_port) == "git.example.com:8443"
-
-
-def fill_url(config: list[str], url: str, cwd: Path) -> str:
-    """What `git credential fill` gets for a remote's URL: git splits it into protocol and
-    host (with the port when the URL has one) exactly as it does for a push."""
-    result = subprocess.run(
-        git_argv(*config, "credential", "fill"),
-        input=f"url={url}\n\n",
-        cwd=cwd,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return result.stdout
 
 
 @pytest.mark.parametrize(

@@ -257,19 +257,16 @@ class Store:
         _redact(fields, "reason")  # the agent's words, an exception's text
         if self.history is not None:
             self.history.run_finished(run_id, dict(fields))
-        fields["ended_at"] = time.time()
-        for key in ("modes", "reason_codes"):
-            if key in fields:
-                fields[key] = json.dumps(fields[key])
-        columns = ", ".join(f"{key} = ?" for key in fields)
-        with self.transaction() as db:
-            db.execute(f"UPDATE runs SET {columns} WHERE id = ?", (*fields.values(), run_id))
+        self._update_run(run_id, {**fields, "ended_at": time.time()})
 
     def record_result(self, run_id: int, **fields: Any) -> None:
         """The task's result on its run, before the source is told (the run stays open): a run
         killed after the reply or the move to `done/` leaves its completion and cost on record
         for the next run to close (worker/state/dead_runs.py)."""
         _redact(fields, "reason")
+        self._update_run(run_id, fields)
+
+    def _update_run(self, run_id: int, fields: dict[str, Any]) -> None:
         for key in ("modes", "reason_codes"):
             if key in fields:
                 fields[key] = json.dumps(fields[key])
