@@ -445,3 +445,18 @@ def test_the_listening_socket_says_it_is_tcp_so_answers_are_not_held_by_nagle(
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+def test_the_dashboard_token_is_no_setting_and_never_reaches_a_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`WORKER_DASHBOARD_TOKEN` is documented: no "not a setting" warning for it, and no
+    process worker starts (the agent above all) inherits it."""
+    from worker.config import load_settings
+    from worker.process.proc import child_env
+
+    monkeypatch.setenv("WORKER_DASHBOARD_TOKEN", "dashboard-token-0123456789abcdef")
+    assert [p for p in load_settings(tmp_path).problems if "DASHBOARD" in str(p)] == []
+    env = child_env()
+    assert "WORKER_DASHBOARD_TOKEN" not in env
+    assert "dashboard-token-0123456789abcdef" not in env.values()

@@ -27,6 +27,7 @@ ENV_PREFIX = "WORKER_"
 # the Windows shell of its own children (worker/process/platform/shell.py).
 NOT_SETTINGS = frozenset(
     {
+        "WORKER_DASHBOARD_TOKEN",
         "WORKER_GITHUB_TOKEN",
         "WORKER_GIT_TOKEN",
         "WORKER_INBOX",

@@ -101,6 +101,7 @@ _WORKER_SECRETS = (
     "GITHUB_ENTERPRISE_TOKEN",
     "WORKER_GIT_TOKEN",
     "WORKER_FLEET__DATABASE_URL",
+    "WORKER_DASHBOARD_TOKEN",  # the dashboard's: the agent must never approve its own wait
 )
 
 
