@@ -6,8 +6,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
-Event = Literal["needs_approval", "failed", "done", "crash_loop", "daily_budget"]
-DEFAULT_EVENTS: tuple[Event, ...] = ("needs_approval", "failed", "crash_loop", "daily_budget")
+Event = Literal[
+    "needs_approval",
+    "failed",
+    "done",
+    "crash_loop",
+    "daily_budget",
+    # a pull request's moments (worker/operator/notify/moments.py)
+    "pr_opened",
+    "pr_ready",
+    "pr_checks_failed",
+    "pr_merged",
+    "pr_closed",
+]
+DEFAULT_EVENTS: tuple[Event, ...] = (
+    "needs_approval",
+    "failed",
+    "crash_loop",
+    "daily_budget",
+    "pr_opened",
+    "pr_ready",
+    "pr_checks_failed",
+    "pr_merged",
+    "pr_closed",
+)
 
 
 class TelegramSettings(BaseModel):
