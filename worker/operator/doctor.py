@@ -24,6 +24,7 @@ from worker.config import Settings
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.operator import integrity
+from worker.operator.notify import checkup as notify_checkup
 from worker.process.platform.installed import job_locations, scheduled_jobs
 from worker.process.platform.schedule import schedule_env
 from worker.process.proc import run_process
@@ -364,6 +365,12 @@ def check_spend(context: Context) -> Iterable[Finding]:
     )
 
 
+def check_notify(context: Context) -> Iterable[Finding]:
+    """Every configured channel: its token here and in the scheduled runs, its chats."""
+    for status, message in notify_checkup.describe(context.settings, context.env):
+        yield Finding("notify", Status(status), message)
+
+
 def check_sandbox(context: Context) -> Iterable[Finding]:
     """Which runtime will box the agents and what it enforces here (worker/sandbox/box.py)."""
     for status, message in sandbox_report.describe(context.settings):
@@ -384,6 +391,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("gemini", check_gemini),
     ("maintenance", check_maintenance),
     ("spend", check_spend),
+    ("notify", check_notify),
     ("sandbox", check_sandbox),
 ]
 

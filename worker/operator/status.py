@@ -77,14 +77,11 @@ def summary_lines(settings: Settings) -> list[str]:
     """`worker status` in a few lines (for a chat)."""
     data = status(settings, with_queue=False)
     lines = [f"worker on {data['machine_id']}"]
-    for run in data["running"]:
-        lines.append(
-            f"running: {run['task_id']} ({run['title']}), iteration {run['iteration']}/"
-            f"{run['max_iterations']}, {duration(run['elapsed_s'])}, ${run['cost_usd']:.2f}"
-            + (f", {run['tool']}" if run["tool"] else "")
-        )
-    if not data["running"]:
-        lines.append("running: nothing")
+    working = [run for run in data["running"] if run["task_id"]]
+    lines += [_running_line(run) for run in working]
+    if not working:
+        # A run with no task yet (this very run, reading the command) is not a task running.
+        lines.append("running: nothing (idle)")
     for wait in data["waiting"]:
         what = CONDITION_WORDS.get(wait["resume_when"], wait["resume_when"])
         lines.append(f"waiting: {wait['task_id']} for {what} ({duration(wait['waiting_s'])})")
@@ -95,6 +92,19 @@ def summary_lines(settings: Settings) -> list[str]:
         f"spent today: ${data['spent_today_usd']:.2f}" + (f" of ${cap:.2f}" if cap else "")
     )
     return lines
+
+
+def _running_line(run: dict[str, Any]) -> str:
+    """One running task in words: with its heartbeat (iteration, time, spend, tool), or as
+    starting while the first heartbeat is not written yet."""
+    name = f"{run['task_id']} ({run['title']})" if run["title"] else run["task_id"]
+    if not run["max_iterations"]:
+        return f"running: {name}, starting ({duration(run['elapsed_s'])})"
+    return (
+        f"running: {name}, iteration {run['iteration']}/{run['max_iterations']}, "
+        f"{duration(run['elapsed_s'])}, ${run['cost_usd']:.2f}"
+        + (f", {run['tool']}" if run["tool"] else "")
+    )
 
 
 def _running(store: Store, machine_id: str, now: float) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from worker.config import Settings
 from worker.errors import MalformedInput
 from worker.models import Outcome
 from worker.operator.notify import moments, outbox
+from worker.operator.notify.settings import telegram_configured
 from worker.run.costs import DAILY_BUDGET_REACHED
 from worker.sources.fallback import SETUP_PROBLEM, SETUP_PROBLEM_KNOWN
 from worker.state.store import Store
@@ -41,7 +42,7 @@ def after_task(settings: Settings, store: Store, result: TaskResult, run_id: int
 def on_run_start(settings: Settings, store: Store) -> None:
     """At the start of a run: obey Telegram's commands (unless `serve` polls already), and
     retry the notifications earlier runs could not send."""
-    if not outbox.channels(settings):
+    if not outbox.channels(settings) and not telegram_configured(settings.notify):
         return
     # Here, not at the top: the bot's commands reach the kernel's orders, the waits and the
     # status summary, which a run with no channel configured never needs.

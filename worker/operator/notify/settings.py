@@ -61,3 +61,9 @@ class NotifySettings(BaseModel):
     webhook: WebhookSettings = Field(default_factory=dict, validate_default=True)
     send_timeout_s: PositiveFloat = 10.0
     max_attempts: int = Field(20, ge=1)  # then the notification is given up (still listed)
+
+
+def telegram_configured(settings: NotifySettings) -> bool:
+    """A chat is listed, or `[notify.telegram]` is in the configuration (chats to come: the
+    bot reads its messages and logs each chat's id with the line that allows it)."""
+    return bool(settings.telegram.chat_ids) or "telegram" in settings.model_fields_set
