@@ -86,7 +86,8 @@ def _scheduled(settings: Settings, env: Mapping[str, str], variable: str) -> Ite
         if job.env.get(variable, "").strip():
             yield "ok", f"{job.where} starts with {variable}"
         else:
-            yield "fail", f"{job.where} starts without {variable}: {_where_to_put(job.kind, variable)}"
+            how = _where_to_put(job.kind, variable)
+            yield "fail", f"{job.where} starts without {variable}: {how}"
     if not jobs:
         yield "ok", f"a scheduled run needs {variable} too: {_where_to_put('either', variable)}"
 
