@@ -55,7 +55,6 @@ def bot_of(settings: NotifySettings) -> Bot | None:
     return Bot(settings.telegram.api_base, token, settings.send_timeout_s)
 
 
-
 def webhook_body(title: str, text: str, event: str, task_id: str | None, topic: str | None) -> Any:
     """One JSON body both accept: Slack reads `text`; ntfy's JSON publishing reads `topic`,
     `title` and `message` (unknown fields are ignored by both)."""
