@@ -30,7 +30,7 @@ from worker.process.platform.schedule import schedule_env
 from worker.process.proc import run_process
 from worker.review.settings import reviewers_line
 from worker.sandbox import report as sandbox_report
-from worker.sources.fallback import load_problem
+from worker.sources.fallback import load_problem, policy
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
 from worker.sources.project_checks import detect_plan, probe
@@ -322,10 +322,11 @@ def check_gemini(context: Context) -> Iterable[Finding]:
 def check_maintenance(context: Context) -> Iterable[Finding]:
     """How the daily maintenance runs the project's checks, and a set-up problem it met."""
     settings = context.settings
-    if not settings.fallback.enabled:
-        yield Finding("maintenance", Status.OK, "maintenance is off ([fallback] enabled = false)")
+    plan = detect_plan(settings) if settings.fallback.enabled is not False else None
+    said = policy(settings, plan)
+    if not said.on or plan is None:
+        yield Finding("maintenance", Status.OK, said.why)  # said once, not as a problem
         return
-    plan = detect_plan(settings)
     if not plan.commands:
         yield Finding(
             "maintenance",

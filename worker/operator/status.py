@@ -14,7 +14,7 @@ from worker.humanize import CONDITION_WORDS, duration
 from worker.kernel.snapshot import preview
 from worker.operator.integrity import status as integrity_status
 from worker.process.platform.process import alive
-from worker.sources.fallback import load_problem
+from worker.sources.fallback import SETUP_PROBLEM, load_problem
 from worker.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
     data["queue"], data["inbox_odd"] = queue_depth(settings) if with_queue else (None, [])
     # Maintenance's set-up problem, told in words while maintenance is on.
-    known = load_problem(settings, None) if settings.fallback.enabled else None
+    known = load_problem(settings, None) if settings.fallback.enabled is not False else None
     data["maintenance_problem"] = known.as_dict() if known is not None else None
     if not settings.db_path.exists():
         return data
@@ -43,7 +43,14 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     now = time.time()
     with Store(settings.db_path) as store:
         data["running"] = _running(store, settings.machine_id, now)
-        failed = runs_where(store, "outcome IN (?, ?)", _FAILED, limit=5)
+        # A set-up problem is no task failure: it is `maintenance_problem`, said in words.
+        setup = f'%"{SETUP_PROBLEM}"%'
+        failed = runs_where(
+            store,
+            "outcome IN (?, ?) AND COALESCE(reason_codes, '') NOT LIKE ?",
+            (*_FAILED, setup),
+            5,
+        )
         data["failures"] = [
             {k: row[k] for k in ("run", "started_at", "task", "title", "outcome", "reason")}
             | {"codes": row["outcome_codes"]}
