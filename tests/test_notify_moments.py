@@ -139,6 +139,7 @@ def test_needs_approval_past_the_follow_up_limit_names_the_reason(
     [asked] = [t for t in _texts(bot) if "needs approval" in t]
     assert "round(s) of fixes" in asked and "max_follow_ups = 1" in asked  # why a person
     assert "#1000" in asked and f"/approve {TASK}" in asked
+    assert URL in asked  # the link to look at before deciding
 
 
 def _pull(ws: Path, store: Store, rounds: int) -> Any:

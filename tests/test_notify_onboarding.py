@@ -163,3 +163,21 @@ def test_status_names_the_running_task_with_its_iteration(workspace: Path) -> No
         Tracker(store, run_id, task).step("code-simple", "sonnet", 2, 5, 1, 0.12)
         answer = execute(settings, "/status", "telegram:alice")
     assert "running: msg-1 (Fix the parser), iteration 2/5" in answer
+
+
+def test_doctor_names_the_webhooks_host_never_its_secret_path(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "worker.toml").write_text(
+        '[notify.webhook]\nurl = "https://hooks.slack.com/services/T0/B0/s3cr3tpath"\n',
+        encoding="utf-8",
+    )
+    found = _doctor(workspace, _home(tmp_path))
+    assert ("ok", "webhook: each notification is posted to hooks.slack.com") in found
+    assert not any("s3cr3tpath" in m for _, m in found)
+    assert not any("Telegram" in m for _, m in found)  # not configured: not checked
+
+
+def test_doctor_says_when_no_channel_is_configured(workspace: Path, tmp_path: Path) -> None:
+    [(status, said)] = _doctor(workspace, _home(tmp_path))
+    assert status == "ok" and said.startswith("no notifications configured")

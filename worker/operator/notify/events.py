@@ -63,6 +63,10 @@ def _queue_outcome(settings: Settings, store: Store, result: TaskResult, run_id:
     task = result.task
     name = f"{task.id} ({task.title[:80]})"
     where = f"on {settings.machine_id}, run {run_id}"
+    pull = result.pull_request or {}
+    link = pull.get("url") or task.ref.get("url")  # the pull request, else the issue
+    if link:
+        where = f"{link}\n{where}"
     if SETUP_PROBLEM in result.reason_codes:
         if SETUP_PROBLEM_KNOWN not in result.reason_codes:  # told once, not at every try
             outbox.enqueue(
