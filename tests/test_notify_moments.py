@@ -5,16 +5,16 @@ fake claude, the project's fake GitHub and a fake Telegram Bot API on 127.0.0.1.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.conftest import FakeAgent, git
+from tests.conftest import FakeAgent
 from tests.fakes.bot_api import FakeBotAPI
-from tests.fakes.github_server import FakeGitHub, settings_for
+from tests.fakes.github_server import FakeGitHub
+from tests.test_github_pull_requests import _workspace as pr_workspace
 from worker.config import load_settings
 from worker.operator.notify import moments
 from worker.run.runner import RunOptions, RunReport, run_once
@@ -33,23 +33,11 @@ def server(fake_github: FakeGitHub) -> FakeGitHub:
 
 
 def _workspace(tmp_path: Path, server: FakeGitHub, bot: FakeBotAPI, **github: Any) -> Path:
-    origin, ws = tmp_path / "origin.git", tmp_path / "ws"
-    git(tmp_path, "init", "--bare", "-b", "main", str(origin))
-    ws.mkdir()
-    git(ws, "init", "-b", "main")
-    git(ws, "config", "user.email", "t@example.com")
-    git(ws, "config", "user.name", "t")
-    (ws / "README.md").write_text("hello\n")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-m", "init")
-    git(ws, "remote", "add", "origin", str(origin))
-    git(ws, "push", "-q", "origin", "main")
-    section = settings_for(server, open_pr=True, **github)
-    lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
-    lines += ["[waits]", "recheck_interval_s = 0", "[review]", "enabled = false"]
-    lines += ["[fallback]", "enabled = false"]
-    lines += ["[notify.telegram]", f"chat_ids = [{CHAT}]", f'api_base = "{bot.url}"']
-    (ws / "worker.toml").write_text("\n".join(lines) + "\n")
+    """The pull requests' workspace (tests/test_github_pull_requests.py), told on Telegram."""
+    ws = pr_workspace(tmp_path, server, **github)
+    told = ["[notify.telegram]", f"chat_ids = [{CHAT}]", f'api_base = "{bot.url}"']
+    with (ws / "worker.toml").open("a", encoding="utf-8") as toml:
+        toml.write("\n".join(told) + "\n")
     return ws
 
 

@@ -53,7 +53,7 @@ def tell(
         key = f"{moment}:{repo}#{number}:{once_per}"
         head = HEADS[moment].format(n=number)
         name = f"{task_id} ({title[:80]})" if title else task_id
-        text = f"{reason}\n{pull.get('url') or ''}\ntask {name}".replace("\n\n", "\n")
+        text = "\n".join(line for line in (reason, pull.get("url"), f"task {name}") if line)
         added = outbox.enqueue(settings, store, moment, key, f"worker: {head}", text, task_id)
         if added:
             outbox.flush(settings, store)

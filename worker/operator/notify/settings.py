@@ -2,7 +2,7 @@
 
 # Annotations evaluated as written, not postponed: worker/config.py says why.
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
@@ -19,17 +19,8 @@ Event = Literal[
     "pr_merged",
     "pr_closed",
 ]
-DEFAULT_EVENTS: tuple[Event, ...] = (
-    "needs_approval",
-    "failed",
-    "crash_loop",
-    "daily_budget",
-    "pr_opened",
-    "pr_ready",
-    "pr_checks_failed",
-    "pr_merged",
-    "pr_closed",
-)
+# Every event but `done` (a task's end is in `worker log`; its pull request's merge is told).
+DEFAULT_EVENTS: tuple[Event, ...] = tuple(e for e in get_args(Event) if e != "done")
 
 
 class TelegramSettings(BaseModel):
