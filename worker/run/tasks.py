@@ -98,8 +98,10 @@ def execute(
             state = "done" if done else "work in progress"
             message = f"worker: {task.id} ({state}): {task.title[:60]}"
             committed = finish_worktree(settings.workspace, cwd, message)
-            if not committed and "pr" not in task.ref and drop_if_empty(settings.workspace, branch):
-                branch = None  # it changed nothing: no branch left behind, none reported
+            # Maintenance that changed nothing leaves no branch (a task's own branch is its
+            # delivery's to keep or delete: worker.sources.github.delivery).
+            if not committed and task.source == "fallback":
+                branch = None if drop_if_empty(settings.workspace, branch) else branch
         restored = guard.check(store, settings.logs / f"run-{run_id}")
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)
