@@ -145,6 +145,12 @@ LAYERS: tuple[Layer, ...] = (
             "worker.sources.message",
             "worker.state.known_tasks",
             "worker.state.dead_runs",
+            # the notifications' outbox, its channels and a pull request's moments: the waits
+            # tell a merge or a failed check as it happens
+            "worker.operator.notify",
+            "worker.operator.notify.channels",
+            "worker.operator.notify.moments",
+            "worker.operator.notify.outbox",
         ),
     ),
     Layer(

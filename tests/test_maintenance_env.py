@@ -22,6 +22,13 @@ from .conftest import FakeAgent, git, needs_posix, run_worker, state_of, write_m
 pytestmark = needs_posix("a virtual environment's bin/ layout and /bin/sh")
 
 
+@pytest.fixture(autouse=True)
+def maintenance_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about checks that run, or cannot: maintenance is asked for here (by
+    default it is off where the workspace has no checks it can run)."""
+    monkeypatch.setenv("WORKER_FALLBACK__ENABLED", "true")
+
+
 @pytest.fixture
 def hook() -> Iterator[WebhookReceiver]:
     server = WebhookReceiver().start()

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,34 @@ def test_an_action_without_authentication_is_refused_in_the_browser(
     folder = intercom.root(settings) / "msg-w"
     assert not list(folder.glob("*.json")) if folder.exists() else True
     assert (workspace / "wait_states" / "msg-w.json").exists()
+
+
+def test_waits_are_told_apart_and_an_approval_shows_its_result_in_the_browser(
+    workspace: Path, page: Any
+) -> None:
+    """A wait for a person and a wait for a moment sit under their own headings; Approve says
+    what it did at the top of the page, and the wait then says it is answered instead of
+    asking again."""
+    settings = load_settings(workspace)
+    later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
+    for task, fields in (
+        ("msg-ask", {"waitFor": "May I drop the table?"}),
+        ("msg-later", {"resumeWhen": "time", "resumeAt": later, "waitFor": "the usage reset"}),
+    ):
+        write_message(workspace, task)
+        with Store(settings.db_path) as store:
+            save_approval_wait(settings, store, task, **fields)
+    with dashboard(workspace) as served:
+        _log_in(page, served.url)
+        person = page.locator("#waits-person")
+        assert "Waiting for a person" in person.inner_text()
+        assert person.locator("article.wait[data-task='msg-ask']").count() == 1
+        moment = page.locator("#waits-time")
+        assert moment.locator("article.wait[data-task='msg-later']").count() == 1
+        assert moment.locator("button[value=approve]").count() == 0
+        person.locator("button[value=approve]").click()
+        page.wait_for_selector("#flash")
+        assert "approval of msg-ask noted" in page.inner_text("#flash")
+        answered = page.locator("article.wait[data-task='msg-ask'] .answered")
+        assert "the next run resumes it" in answered.inner_text()
+        assert page.locator("article.wait[data-task='msg-ask'] button[value=approve]").count() == 0

@@ -67,7 +67,9 @@ class FallbackSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # see Settings
 
-    enabled: bool = True
+    # None: on where the workspace has checks worker can run (configured, or an environment of
+    # the project's own), off elsewhere (worker.sources.fallback.policy says which and why)
+    enabled: bool | None = None
     build: list[str] | None = None  # shell commands; None = detect from the project type
     test: list[str] | None = None
     interval_hours: PositiveFloat = 24.0

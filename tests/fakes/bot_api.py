@@ -136,6 +136,9 @@ class FakeBotAPI(_Server):
                     "text": body["text"],
                 }
                 return 200, {"ok": True, "result": result}
+            if method == "getMe":
+                me = {"id": 123456, "is_bot": True, "first_name": "worker", "username": "ws_bot"}
+                return 200, {"ok": True, "result": me}
             if method == "getUpdates":
                 offset = int((body or {}).get("offset") or 0)
                 self.updates = [u for u in self.updates if u["update_id"] >= offset]

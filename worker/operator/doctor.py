@@ -24,12 +24,13 @@ from worker.config import Settings
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.operator import integrity
+from worker.operator.notify import checkup as notify_checkup
 from worker.process.platform.installed import job_locations, scheduled_jobs
 from worker.process.platform.schedule import schedule_env
 from worker.process.proc import run_process
 from worker.review.settings import reviewers_line
 from worker.sandbox import report as sandbox_report
-from worker.sources.fallback import load_problem
+from worker.sources.fallback import load_problem, policy
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
 from worker.sources.project_checks import detect_plan, probe
@@ -321,10 +322,11 @@ def check_gemini(context: Context) -> Iterable[Finding]:
 def check_maintenance(context: Context) -> Iterable[Finding]:
     """How the daily maintenance runs the project's checks, and a set-up problem it met."""
     settings = context.settings
-    if not settings.fallback.enabled:
-        yield Finding("maintenance", Status.OK, "maintenance is off ([fallback] enabled = false)")
+    plan = detect_plan(settings) if settings.fallback.enabled is not False else None
+    said = policy(settings, plan)
+    if not said.on or plan is None:
+        yield Finding("maintenance", Status.OK, said.why)  # said once, not as a problem
         return
-    plan = detect_plan(settings)
     if not plan.commands:
         yield Finding(
             "maintenance",
@@ -364,6 +366,12 @@ def check_spend(context: Context) -> Iterable[Finding]:
     )
 
 
+def check_notify(context: Context) -> Iterable[Finding]:
+    """Every configured channel: its token here and in the scheduled runs, its chats."""
+    for status, message in notify_checkup.describe(context.settings, context.env):
+        yield Finding("notify", Status(status), message)
+
+
 def check_sandbox(context: Context) -> Iterable[Finding]:
     """Which runtime will box the agents and what it enforces here (worker/sandbox/box.py)."""
     for status, message in sandbox_report.describe(context.settings):
@@ -384,6 +392,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("gemini", check_gemini),
     ("maintenance", check_maintenance),
     ("spend", check_spend),
+    ("notify", check_notify),
     ("sandbox", check_sandbox),
 ]
 

@@ -14,7 +14,7 @@ from worker.humanize import CONDITION_WORDS, duration
 from worker.kernel.snapshot import preview
 from worker.operator.integrity import status as integrity_status
 from worker.process.platform.process import alive
-from worker.sources.fallback import load_problem
+from worker.sources.fallback import SETUP_PROBLEM, load_problem
 from worker.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
     data["queue"], data["inbox_odd"] = queue_depth(settings) if with_queue else (None, [])
     # Maintenance's set-up problem, told in words while maintenance is on.
-    known = load_problem(settings, None) if settings.fallback.enabled else None
+    known = load_problem(settings, None) if settings.fallback.enabled is not False else None
     data["maintenance_problem"] = known.as_dict() if known is not None else None
     if not settings.db_path.exists():
         return data
@@ -43,7 +43,14 @@ def status(settings: Settings, with_queue: bool = True, check: bool = False) -> 
     now = time.time()
     with Store(settings.db_path) as store:
         data["running"] = _running(store, settings.machine_id, now)
-        failed = runs_where(store, "outcome IN (?, ?)", _FAILED, limit=5)
+        # A set-up problem is no task failure: it is `maintenance_problem`, said in words.
+        setup = f'%"{SETUP_PROBLEM}"%'
+        failed = runs_where(
+            store,
+            "outcome IN (?, ?) AND COALESCE(reason_codes, '') NOT LIKE ?",
+            (*_FAILED, setup),
+            5,
+        )
         data["failures"] = [
             {k: row[k] for k in ("run", "started_at", "task", "title", "outcome", "reason")}
             | {"codes": row["outcome_codes"]}
@@ -77,14 +84,11 @@ def summary_lines(settings: Settings) -> list[str]:
     """`worker status` in a few lines (for a chat)."""
     data = status(settings, with_queue=False)
     lines = [f"worker on {data['machine_id']}"]
-    for run in data["running"]:
-        lines.append(
-            f"running: {run['task_id']} ({run['title']}), iteration {run['iteration']}/"
-            f"{run['max_iterations']}, {duration(run['elapsed_s'])}, ${run['cost_usd']:.2f}"
-            + (f", {run['tool']}" if run["tool"] else "")
-        )
-    if not data["running"]:
-        lines.append("running: nothing")
+    working = [run for run in data["running"] if run["task_id"]]
+    lines += [_running_line(run) for run in working]
+    if not working:
+        # A run with no task yet (this very run, reading the command) is not a task running.
+        lines.append("running: nothing (idle)")
     for wait in data["waiting"]:
         what = CONDITION_WORDS.get(wait["resume_when"], wait["resume_when"])
         lines.append(f"waiting: {wait['task_id']} for {what} ({duration(wait['waiting_s'])})")
@@ -95,6 +99,19 @@ def summary_lines(settings: Settings) -> list[str]:
         f"spent today: ${data['spent_today_usd']:.2f}" + (f" of ${cap:.2f}" if cap else "")
     )
     return lines
+
+
+def _running_line(run: dict[str, Any]) -> str:
+    """One running task in words: with its heartbeat (iteration, time, spend, tool), or as
+    starting while the first heartbeat is not written yet."""
+    name = f"{run['task_id']} ({run['title']})" if run["title"] else run["task_id"]
+    if not run["max_iterations"]:
+        return f"running: {name}, starting ({duration(run['elapsed_s'])})"
+    return (
+        f"running: {name}, iteration {run['iteration']}/{run['max_iterations']}, "
+        f"{duration(run['elapsed_s'])}, ${run['cost_usd']:.2f}"
+        + (f", {run['tool']}" if run["tool"] else "")
+    )
 
 
 def _running(store: Store, machine_id: str, now: float) -> list[dict[str, Any]]:

@@ -176,3 +176,20 @@ def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
     except GitCommandError as exc:
         log.warning("could not remove worktree %s: %s", path, exc)
     return committed
+
+
+def drop_if_empty(repo_dir: Path, branch: str) -> bool:
+    """Delete the task's branch when it holds nothing the checkout's HEAD lacks (the task
+    changed nothing, as a maintenance run whose checks passed): no empty `worker/*` branch is
+    left behind. True when deleted."""
+    ref = f"refs/heads/{branch}"
+    held = run_process(
+        git_argv("merge-base", "--is-ancestor", ref, "HEAD"), cwd=repo_dir, timeout_s=60
+    )
+    if held.exit_code != 0:  # 1: it has commits of its own; else no such branch, no HEAD
+        return False
+    dropped = run_process(git_argv("branch", "-D", branch), cwd=repo_dir, timeout_s=60)
+    if dropped.exit_code != 0:
+        log.warning("could not delete the empty branch %s: %s", branch, dropped.stderr_tail)
+        return False
+    return True

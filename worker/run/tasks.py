@@ -13,7 +13,7 @@ from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
 from worker.operator.notify.events import after_task as notify_after_task
 from worker.process.orphans import start_time
-from worker.process.workspace_git import create_worktree, finish_worktree
+from worker.process.workspace_git import create_worktree, drop_if_empty, finish_worktree
 from worker.review.hooks import TaskSections, after_task, task_sections
 from worker.run.guard import WorkspaceGuard
 from worker.run.infra import ANSWER_KEY, HITS_KEY
@@ -97,7 +97,11 @@ def execute(
             done = result is not None and result.outcome is Outcome.SUCCESS
             state = "done" if done else "work in progress"
             message = f"worker: {task.id} ({state}): {task.title[:60]}"
-            finish_worktree(settings.workspace, cwd, message)
+            committed = finish_worktree(settings.workspace, cwd, message)
+            # Maintenance that changed nothing leaves no branch (a task's own branch is its
+            # delivery's to keep or delete: worker.sources.github.delivery).
+            if not committed and task.source == "fallback":
+                branch = None if drop_if_empty(settings.workspace, branch) else branch
         restored = guard.check(store, settings.logs / f"run-{run_id}")
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)

@@ -23,7 +23,7 @@ from worker.models import Task
 from worker.process.lazyimport import lazy
 from worker.process.platform.shell import shell_command
 from worker.sources.base import Listing, Skipped
-from worker.sources.project_checks import cannot_run, detect_plan
+from worker.sources.project_checks import CheckPlan, cannot_run, detect_plan
 from worker.state.store import Store
 
 if TYPE_CHECKING:
@@ -48,6 +48,40 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Whether maintenance runs in this workspace, and why, in words (`doctor` says it)."""
+
+    on: bool
+    why: str
+    code: str = ""  # the reason code when off
+
+
+def policy(settings: Settings, plan: CheckPlan | None = None) -> Policy:
+    """On when asked (`[fallback] enabled = true`) or, by default, where the workspace has
+    checks worker can run: configured commands, or an environment of the project's own.
+    A workspace with none (a GitHub-only workspace, a project without its test environment)
+    gets no daily run that could only fail and leave a branch behind."""
+    enabled = settings.fallback.enabled
+    if enabled is False:
+        return Policy(False, "maintenance is off ([fallback] enabled = false)", "FALLBACK_DISABLED")
+    plan = plan or detect_plan(settings)
+    if enabled:
+        return Policy(True, "maintenance is on ([fallback] enabled = true)")
+    if not plan.commands:
+        why = "no build or test command configured or detected"
+        return Policy(False, f"maintenance is off: {why}", "NO_MAINTENANCE_COMMANDS")
+    if plan.problem or not plan.own_env:
+        why = plan.problem or f"no environment of the project's own, only {plan.environment}"
+        return Policy(
+            False,
+            f"maintenance is off: this workspace has no checks worker can run ({why}); set "
+            "[fallback] test (and build) to the commands that run them, or enabled = true",
+            "MAINTENANCE_NOT_RUNNABLE",
+        )
+    return Policy(True, f"maintenance is on: the checks run in {plan.environment}")
 
 
 def maintenance_commands(settings: Settings) -> list[str]:
@@ -106,10 +140,10 @@ class FallbackSource:
         self.store = store
         self.last_run = last_run
 
-    def task(self, now: float | None = None) -> Task | None:
+    def task(self, now: float | None = None, plan: CheckPlan | None = None) -> Task | None:
         now = time.time() if now is None else now
         day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-        plan = detect_plan(self.settings)
+        plan = plan or detect_plan(self.settings)
         return Task(
             id=f"maintenance-{day}",
             source=self.name,
@@ -128,10 +162,12 @@ class FallbackSource:
     def list(self, now: float | None = None) -> Listing:
         listing = Listing(self.name)
         now = time.time() if now is None else now
-        if not self.settings.fallback.enabled:
-            listing.skipped.append(Skipped("maintenance", "FALLBACK_DISABLED"))
+        plan = detect_plan(self.settings) if self.settings.fallback.enabled is not False else None
+        said = policy(self.settings, plan)
+        if not said.on:
+            listing.skipped.append(Skipped("maintenance", said.code, said.why))
             return listing
-        task = self.task(now)
+        task = self.task(now, plan)
         assert task is not None
         if not task.ref["commands"]:
             listing.skipped.append(

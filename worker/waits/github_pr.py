@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from worker.operator.notify import moments
 from worker.waits.conditions import CheckContext, Verdict, Waiting, clip
 from worker.waits.github_checks import may_answer
 from worker.waits.github_look import parse, whole
@@ -110,11 +111,13 @@ def _verdict(pull: Pull) -> Verdict:
     pull.data = pull.get(f"pulls/{n}", f"pull#{n}")
     ended = _ended(pull)
     if ended is not None:
+        moments.ended(pull, ended.end)
         return ended
     checks = _checks(pull)
     reviews = pull.list(f"pulls/{n}/reviews", f"reviews#{n}")
     verdict = Verdict()
     if _merge_if_asked(pull, checks, reviews, verdict):
+        moments.ended(pull, ("success", "merged by worker: merge label, checks passed, approved"))
         return Verdict(end=("success", f"pull request #{n} merged by worker"))
     needs: list[str] = []
     if pull.data.get("mergeable") is False:
@@ -136,6 +139,9 @@ def _verdict(pull: Pull) -> Verdict:
     verdict.seen = _standing(pull, checks, bool(requests), verdict)
     if verdict.seen != pull.wait.seen:
         _tell(pull, verdict.seen)
+    moments.looked(
+        pull, [] if checks.pending else checks.failed, ready=not needs and not checks.pending
+    )
     return verdict
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from worker.config import Settings
 from worker.process.platform.process import alive
-from worker.waits.state import wait_state_files
+from worker.waits.state import file_name, wait_state_files
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +76,12 @@ def _running_row(run: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 def snapshot(settings: Settings) -> dict[str, Any]:
-    """What the live view shows: the running tasks and how many tasks wait."""
-    return {
-        "running": read_running(settings),
-        "waiting": len(wait_state_files(settings.wait_states)),
-    }
+    """What the live view shows: the running tasks and how many tasks wait (a task that runs
+    now is not waiting, as the page shows it: `worker.web.wait_kinds`)."""
+    running = read_running(settings)
+    busy = {file_name(run["task_id"]) for run in running if run.get("task_id")}
+    waiting = [path for path in wait_state_files(settings.wait_states) if path.name not in busy]
+    return {"running": running, "waiting": len(waiting)}
 
 
 class Broadcaster:

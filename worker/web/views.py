@@ -15,7 +15,6 @@ from worker.config import Settings
 from worker.errors import MalformedInput, UsageError
 from worker.fleet.view import fleet_log
 from worker.fleet.view import fleet_view as db_view
-from worker.humanize import CONDITION_WORDS
 from worker.operator.queue_plan import queue as plan
 from worker.operator.status import status as operator_status
 from worker.process.proc import output_redactor
@@ -27,6 +26,7 @@ from worker.supervision.factory import reports_folder, stale_after_s
 from worker.supervision.fleet import fleet_view as folder_view
 from worker.supervision.formats import read_file
 from worker.supervision.reports import now_utc
+from worker.web.wait_kinds import grouped
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +60,14 @@ def scrubber(extra: tuple[str, ...] = ()) -> Callable[[Any], Any]:
 def overview(settings: Settings) -> dict[str, Any]:
     """The front page: machines, the running task(s), the waits, today's spend."""
     data = operator_status(settings, with_queue=False)
-    waits = [
-        {
-            **w,
-            "what": CONDITION_WORDS.get(w["resume_when"], w["resume_when"]),
-            # only a wait for a user's approval is approved or rejected (`worker waits`)
-            "approvable": w["resume_when"].split(":", 1)[0].strip().lower() == "user_approval",
-        }
-        for w in data["waiting"]
-    ]
+    groups = grouped(data["waiting"], data["running"])
     return {
         "machine_id": settings.machine_id,
         "fleet": settings.fleet.enabled,
         "machines": machines(settings, data["running"]),
         "running": data["running"],
-        "waits": waits,
+        "wait_groups": groups,
+        "waits": [wait for group in groups for wait in group["waits"]],
         "failures": data["failures"],
         "spent_today_usd": data["spent_today_usd"],
         "daily_cost_cap_usd": data["daily_cost_cap_usd"],
@@ -109,17 +102,50 @@ def machines(settings: Settings, running: list[dict[str, Any]]) -> list[dict[str
 
 
 def history(settings: Settings, before: int | None = None) -> dict[str, Any]:
-    """Recent runs, newest first, a page at a time (`before`: the oldest run id shown)."""
+    """Recent runs that did something, newest first, a page at a time (`before`: the oldest
+    run id shown), each with its own cost; the idle runs (one per cron tick) as a count per
+    day."""
     if settings.fleet.enabled:
-        return {"runs": [], "fleet_runs": fleet_log(settings, PAGE)["runs"], "older": None}
+        fleet = fleet_log(settings, PAGE)["runs"]
+        return {"runs": [], "fleet_runs": fleet, "older": None, "idle_days": []}
     runs: list[dict[str, Any]] = []
     found: list[dict[str, Any]] = []
+    idle: list[dict[str, Any]] = []
     if settings.db_path.exists():
         with Store(settings.db_path) as store:
-            found = runs_where(store, "id < ?", (before or 2**62,), limit=PAGE + 1)
+            worked = "id < ? AND COALESCE(outcome, '') != 'idle'"
+            found = runs_where(store, worked, (before or 2**62,), limit=PAGE + 1)
             runs = describe(store, found[:PAGE])
+            _own_costs(store, runs)
+            idle = _idle_days(store)
     older = runs[-1]["run"] if len(runs) == PAGE and len(found) > PAGE else None
-    return {"runs": runs, "fleet_runs": None, "older": older}
+    return {"runs": runs, "fleet_runs": None, "older": older, "idle_days": idle}
+
+
+def _own_costs(store: Store, runs: list[dict[str, Any]]) -> None:
+    """Each run's own spend (its iterations), beside the task's total so far (`cost_usd`: a
+    resumed task's runs carry what the earlier ones spent)."""
+    ids = [run["run"] for run in runs]
+    marks = ", ".join("?" * len(ids))
+    own = dict(
+        store.db.execute(
+            f"SELECT run_id, SUM(cost_usd) FROM iterations WHERE run_id IN ({marks})"
+            " GROUP BY run_id",
+            ids,
+        ).fetchall()
+    )
+    for run in runs:
+        run["run_cost_usd"] = float(own.get(run["run"]) or 0.0)
+
+
+def _idle_days(store: Store) -> list[dict[str, Any]]:
+    """Idle runs per UTC day, the last `_SPEND_DAYS` days with any, newest first."""
+    rows = store.db.execute(
+        "SELECT date(started_at, 'unixepoch') AS day, COUNT(*) AS runs FROM runs"
+        " WHERE outcome = 'idle' GROUP BY day ORDER BY day DESC LIMIT ?",
+        (_SPEND_DAYS,),
+    )
+    return [{"day": row["day"], "runs": row["runs"]} for row in rows]
 
 
 def run_page(settings: Settings, run_id: int) -> dict[str, Any]:

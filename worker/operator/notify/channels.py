@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from worker.operator.notify.settings import NotifySettings
+from worker.operator.notify.settings import NotifySettings, telegram_configured
 
 _MAX_ANSWER = 1_000_000
 
@@ -46,9 +46,11 @@ class Bot:
 
 
 def bot_of(settings: NotifySettings) -> Bot | None:
-    """The configured bot, or None when no chat is listed or its token variable is unset."""
+    """The configured bot, or None when Telegram is not configured or its token variable is
+    unset. With `[notify.telegram]` but no chat yet, the bot still reads its messages: each
+    chat that writes to it is logged with its id and the line that allows it (onboarding)."""
     token = os.environ.get(settings.telegram.token_env, "").strip()
-    if not settings.telegram.chat_ids or not token:
+    if not telegram_configured(settings) or not token:
         return None
     return Bot(settings.telegram.api_base, token, settings.send_timeout_s)
 

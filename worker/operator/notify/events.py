@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from worker.config import Settings
 from worker.errors import MalformedInput
 from worker.models import Outcome
-from worker.operator.notify import outbox
+from worker.operator.notify import moments, outbox
+from worker.operator.notify.settings import telegram_configured
 from worker.run.costs import DAILY_BUDGET_REACHED
 from worker.sources.fallback import SETUP_PROBLEM, SETUP_PROBLEM_KNOWN
 from worker.state.store import Store
@@ -29,6 +30,7 @@ def after_task(settings: Settings, store: Store, result: TaskResult, run_id: int
     if not outbox.channels(settings):
         return
     try:
+        moments.opened(settings, store, result)
         _queue_outcome(settings, store, result, run_id)
         outbox.flush(settings, store)
     except Exception:
@@ -40,7 +42,7 @@ def after_task(settings: Settings, store: Store, result: TaskResult, run_id: int
 def on_run_start(settings: Settings, store: Store) -> None:
     """At the start of a run: obey Telegram's commands (unless `serve` polls already), and
     retry the notifications earlier runs could not send."""
-    if not outbox.channels(settings):
+    if not outbox.channels(settings) and not telegram_configured(settings.notify):
         return
     # Here, not at the top: the bot's commands reach the kernel's orders, the waits and the
     # status summary, which a run with no channel configured never needs.
@@ -61,6 +63,10 @@ def _queue_outcome(settings: Settings, store: Store, result: TaskResult, run_id:
     task = result.task
     name = f"{task.id} ({task.title[:80]})"
     where = f"on {settings.machine_id}, run {run_id}"
+    pull = result.pull_request or {}
+    link = pull.get("url") or task.ref.get("url")  # the pull request, else the issue
+    if link:
+        where = f"{link}\n{where}"
     if SETUP_PROBLEM in result.reason_codes:
         if SETUP_PROBLEM_KNOWN not in result.reason_codes:  # told once, not at every try
             outbox.enqueue(
@@ -113,13 +119,22 @@ def _queue_outcome(settings: Settings, store: Store, result: TaskResult, run_id:
             return
         if state.resume_when != "user_approval":
             return
-        question = state.wait_for or state.reason or result.reason
         outbox.enqueue(
             settings,
             store,
             "needs_approval",
             f"needs_approval:{task.id}:{state.since.isoformat()}",
             f"worker: {name} needs approval",
-            f"{question}\nReply /approve {task.id} [note] or /reject {task.id} [note]\n{where}",
+            f"{_why_asked(state.reason, state.wait_for, result.reason)}\n"
+            f"Reply /approve {task.id} [note] or /reject {task.id} [note]\n{where}",
             task.id,
         )
+
+
+def _why_asked(reason: str, wait_for: str, fallback: str) -> str:
+    """Why the task asks a person, then what it waits for: "needs approval" alone, or a
+    bare "pull request #4", tells nobody what to decide."""
+    said = [part.strip() for part in (reason, wait_for) if part.strip()]
+    if len(said) == 2 and said[1] in said[0]:
+        said = said[:1]
+    return "\n".join(said) or fallback

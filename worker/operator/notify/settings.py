@@ -2,12 +2,25 @@
 
 # Annotations evaluated as written, not postponed: worker/config.py says why.
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
-Event = Literal["needs_approval", "failed", "done", "crash_loop", "daily_budget"]
-DEFAULT_EVENTS: tuple[Event, ...] = ("needs_approval", "failed", "crash_loop", "daily_budget")
+Event = Literal[
+    "needs_approval",
+    "failed",
+    "done",
+    "crash_loop",
+    "daily_budget",
+    # a pull request's moments (worker/operator/notify/moments.py)
+    "pr_opened",
+    "pr_ready",
+    "pr_checks_failed",
+    "pr_merged",
+    "pr_closed",
+]
+# Every event but `done` (a task's end is in `worker log`; its pull request's merge is told).
+DEFAULT_EVENTS: tuple[Event, ...] = tuple(e for e in get_args(Event) if e != "done")
 
 
 class TelegramSettings(BaseModel):
@@ -39,3 +52,9 @@ class NotifySettings(BaseModel):
     webhook: WebhookSettings = Field(default_factory=dict, validate_default=True)
     send_timeout_s: PositiveFloat = 10.0
     max_attempts: int = Field(20, ge=1)  # then the notification is given up (still listed)
+
+
+def telegram_configured(settings: NotifySettings) -> bool:
+    """A chat is listed, or `[notify.telegram]` is in the configuration (chats to come: the
+    bot reads its messages and logs each chat's id with the line that allows it)."""
+    return bool(settings.telegram.chat_ids) or "telegram" in settings.model_fields_set

@@ -62,10 +62,13 @@ def handle(settings: Settings, store: Store, bot: Bot, update: dict[str, Any]) -
     user = str(sender.get("username") or sender.get("id") or "unknown")
     text = str(message.get("text") or "")
     if chat not in settings.notify.telegram.chat_ids:
+        listed = [*settings.notify.telegram.chat_ids, chat]
         log.warning(
-            "telegram: ignored a message from chat %s (user %s): not in notify.telegram.chat_ids",
+            "telegram: ignored a message from chat %s (user %s): not in notify.telegram.chat_ids;"
+            " to allow it, set in worker.toml under [notify.telegram]: chat_ids = %s",
             chat,
             user,
+            listed,
         )
         _record(store, update["update_id"], chat, user, text, "ignored: chat not allowed")
         return "ignored"

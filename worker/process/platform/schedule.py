@@ -68,6 +68,7 @@ class ScheduleEnv:
     left_out: tuple[str, ...] = ()  # names of secrets not written
     state: str | None = None  # the state folder, when pinned here
     inbox: str | None = None  # its inbox
+    needed: tuple[str, ...] = ()  # the secrets the configuration needs, each with what for
 
     def comment(self, prefix: str = "#") -> list[str]:
         lines = []
@@ -80,6 +81,11 @@ class ScheduleEnv:
             lines.append(
                 f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran "
                 "with, never a secret."
+            )
+        if self.needed:
+            lines.append(
+                f"{prefix} Secrets this configuration needs in the run's environment (never in "
+                f"worker.toml): {'; '.join(self.needed)}"
             )
         if self.left_out:
             lines.append(
@@ -108,7 +114,35 @@ def schedule_env(env: Mapping[str, str], settings: Settings | None = None) -> Sc
         return ScheduleEnv(variables, tuple(left_out))
     if settings.state_dir is None:
         variables["WORKER_STATE_DIR"] = str(settings.state)
-    return ScheduleEnv(variables, tuple(left_out), str(settings.state), str(settings.inbox))
+    state, inbox = str(settings.state), str(settings.inbox)
+    return ScheduleEnv(variables, tuple(left_out), state, inbox, needed_secrets(settings))
+
+
+# The variable each agent CLI reads its API key from (worker/agents/*: KEY_SETTING).
+_AGENT_KEYS = {"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+
+
+def needed_secrets(settings: Settings) -> tuple[str, ...]:
+    """Every secret the configuration needs from a scheduled run's environment, each with what
+    it is for: a run started by cron without one is never notified, or never reaches GitHub."""
+    # Here, not at the top: `worker --help` must not load the modes or the notify settings.
+    from worker.modes import load_modes, modes_path
+    from worker.operator.notify.settings import telegram_configured
+
+    needed = []
+    if settings.github.repos:
+        needed.append("WORKER_GITHUB_TOKEN (or GITHUB_TOKEN: the GitHub source)")
+    if telegram_configured(settings.notify):
+        needed.append(f"{settings.notify.telegram.token_env} (the Telegram bot's token)")
+    try:
+        modes = load_modes(modes_path(settings.workspace, settings.modes_file)).modes.values()
+        agents = sorted({mode.agent for mode in modes if mode.agent in _AGENT_KEYS})
+    except Exception:  # a broken modes file is doctor's to say; the usual agent then
+        agents = ["claude"]
+    keys = " or ".join(_AGENT_KEYS[agent] for agent in agents)
+    if keys:
+        needed.append(f"{keys} (the agent's API key, unless its CLI is logged in)")
+    return tuple(needed)
 
 
 def render(
@@ -145,8 +179,8 @@ def _cron(target: Target, settings: Settings, python: str, env: ScheduleEnv) -> 
 
     head = [
         f"# worker {target.value} for {settings.workspace} (install: crontab -e, paste below)",
-        "# Secrets (WORKER_GITHUB_TOKEN, ANTHROPIC_API_KEY) go in the crontab's environment",
-        "# lines or the user's profile, never in worker.toml.",
+        "# Secrets go in the crontab's environment lines (NAME=value above this line) or the",
+        "# user's profile, never in worker.toml.",
         *env.comment(),
     ]
     if target is Target.RUN:
@@ -186,7 +220,8 @@ def _systemd(target: Target, settings: Settings, python: str, env: ScheduleEnv) 
             "Environment=" + _systemd_quote(f"{name}={value}", always=True)
             for name, value in env.variables.items()
         ),
-        "# Secrets come from the environment only: KEY=value lines in this file.",
+        "# Secrets come from the environment only: KEY=value lines in this file"
+        + (f" ({', '.join(n.split(' ', 1)[0] for n in env.needed)})." if env.needed else "."),
         "EnvironmentFile=-%h/.config/worker/env",
         "Restart=on-failure",
         "# 1 s doubling to the cap (RestartSteps/RestartMaxDelaySec need systemd 254+).",
