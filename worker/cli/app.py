@@ -190,11 +190,15 @@ def main() -> None:
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # last resort: a message, and the traceback in the debug log
+    except Exception as exc:  # last resort: one line, the traceback in a file and the debug log
         import logging
 
         from worker.cli import ui
+        from worker.process.proc import redact
+        from worker.state.crashes import save_traceback
 
-        logging.getLogger("worker").debug("unexpected error", exc_info=True)
-        ui.error(f"unexpected {type(exc).__name__}: {exc} (run with -v for details)")
-        sys.exit(int(ExitCode.TASK_FAILED))
+        logging.getLogger("worker").debug("internal error", exc_info=True)
+        saved = save_traceback(exc, sys.argv[1:])
+        where = f"the traceback is in {saved}" if saved else "run with -v for the traceback"
+        ui.error(redact(f"internal error (a bug in worker): {type(exc).__name__}: {exc}; {where}"))
+        sys.exit(int(ExitCode.SOFTWARE))
