@@ -1,13 +1,21 @@
 """The conventions of a Python command line: exit 70 for worker's own bugs (not 1, which says
-a task failed), with the traceback saved to a file the message names."""
+a task failed), with the traceback saved to a file the message names; the version written
+once; every import declared."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import re
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+import worker
 from worker.cli import app as cli_app
 from worker.errors import ExitCode
 
@@ -43,3 +51,56 @@ def test_an_internal_error_exits_70_naming_the_saved_traceback(
     assert "Traceback (most recent call last)" in text and "in broken" in text
     assert "schedule cron" in text.splitlines()[0]
     assert token not in text and token not in err
+
+
+# -- the version in one place, every import declared ----------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_the_version_is_written_once_and_version_prints_the_package_metadata(
+    cli: CliRunner,
+) -> None:
+    """pyproject.toml takes the version from `worker.__version__` (no second copy), and
+    `worker --version` prints what the installed package's metadata says."""
+    project = _pyproject()
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "worker.__version__"}
+    result = cli.invoke(cli_app.app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"worker {importlib.metadata.version('worker')}"
+    assert worker.__version__ == importlib.metadata.version("worker")
+
+
+def _imported_modules() -> set[str]:
+    """The top-level names of every absolute import in worker/, in a function's body too."""
+    found: set[str] = set()
+    for path in (ROOT / "worker").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"worker", "__future__"}
+
+
+def test_every_package_worker_imports_is_a_declared_dependency() -> None:
+    """Each third-party module worker imports belongs to a distribution pyproject.toml names
+    (in the dependencies, or an extra such as `fleet` or `web`): `requests` too, which used
+    to arrive only through PyGithub."""
+    project = _pyproject()["project"]
+    declared = [*project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        declared += extra
+    names = {re.split(r"[<>=\[; ]", spec, maxsplit=1)[0].lower() for spec in declared}
+    owners = importlib.metadata.packages_distributions()
+    missing = {
+        module: owners.get(module)
+        for module in _imported_modules()
+        if not {d.lower() for d in owners.get(module, [])} & names
+    }
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+    assert "requests" in {re.split(r"[<>=]", s)[0] for s in project["dependencies"]}
