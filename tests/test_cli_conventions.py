@@ -104,3 +104,24 @@ def test_every_package_worker_imports_is_a_declared_dependency() -> None:
     }
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
     assert "requests" in {re.split(r"[<>=]", s)[0] for s in project["dependencies"]}
+
+
+def test_every_rename_of_workers_files_goes_through_fsutil() -> None:
+    """One atomic write and one rename, with the retry Windows needs (a sharing violation
+    while an antivirus or a sync client holds the file): no module but worker/state/fsutil.py
+    calls `os.replace` or `os.rename`, or writes a whole file with its own temporary file."""
+    offenders = []
+    for path in (ROOT / "worker").rglob("*.py"):
+        if path.name == "fsutil.py" and path.parent.name == "state":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and (node.value.id, node.attr)
+                in {("os", "replace"), ("os", "rename"), ("tempfile", "mkstemp")}
+            ):
+                offenders.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}"
+                )
+    assert not offenders, offenders

@@ -39,8 +39,7 @@ class WorkspaceGuard:
                 continue
             log.warning("the agent changed %s; restored (its version kept in %s)", path, keep_dir)
             if after is not None:
-                keep_dir.mkdir(parents=True, exist_ok=True)
-                (keep_dir / f"agent-{path.name}").write_text(after, encoding="utf-8")
+                atomic_write_text(keep_dir / f"agent-{path.name}", after)
             if before is None:
                 path.unlink(missing_ok=True)
             else:
