@@ -23,14 +23,16 @@ from worker.errors import ConfigError
 
 ENV_PREFIX = "WORKER_"
 # Variables with the prefix that are not settings: secrets (read where they are used, never
-# stored), the `--workspace` option, the inbox's short name, and the variable worker sets for
-# the Windows shell of its own children (worker/process/platform/shell.py).
+# stored), the `--workspace` and `--log-level` options, the inbox's short name, and the
+# variable worker sets for the Windows shell of its own children
+# (worker/process/platform/shell.py).
 NOT_SETTINGS = frozenset(
     {
         "WORKER_DASHBOARD_TOKEN",
         "WORKER_GITHUB_TOKEN",
         "WORKER_GIT_TOKEN",
         "WORKER_INBOX",
+        "WORKER_LOG_LEVEL",
         "WORKER_WORKSPACE",
         "WORKER_SHELL_COMMAND",
     }

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.main import get_group
 
 from worker import __version__
-from worker.cli.common import collect_rarely
+from worker.cli.common import LogLevel, collect_rarely, lift_global_options
+from worker.cli.common import log_level as log_level_of
 from worker.errors import ExitCode, WorkerError
 
 # Every command: the module that registers it, and the first paragraph of its help, which
@@ -123,6 +125,16 @@ class _LazyGroup(TyperGroup):
             self.commands.update(load_commands(COMMANDS[cmd_name][0]))
         return self.commands.get(cmd_name)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """The root's options are taken anywhere before `--`; `--quiet` also reaches a command
+        with a `--quiet` of its own (run, serve, supervise: no progress lines)."""
+        lifted, rest = lift_global_options(args)
+        if {"-q", "--quiet"} & set(lifted) and rest and not rest[0].startswith("-"):
+            command = self.get_command(ctx, rest[0])
+            if any("--quiet" in param.opts for param in getattr(command, "params", [])):
+                rest.insert(1, "--quiet")
+        return super().parse_args(ctx, [*lifted, *rest])
+
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = [(name, cmd) for name, cmd in self.commands.items() if not cmd.hidden]
         if rows:
@@ -162,10 +174,33 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Debug lines on stderr (before or after the command)."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Errors only on stderr; `run`, `serve`: no progress lines."
+        ),
+    ] = False,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option(
+            "--log-level",
+            case_sensitive=False,
+            help="worker's own diagnostics on stderr and in the run's log (default: "
+            "WORKER_LOG_LEVEL, else warning).",
+        ),
+    ] = None,
 ) -> None:
     # Here, not at the top: `worker --help` never gets this far, and logging (with Rich, which
     # ui loads on first use) is a tenth of its start-up.
@@ -173,9 +208,8 @@ def _root(
 
     from worker.cli import ui
 
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
-    )
+    level = log_level_of(verbose, quiet, log_level, os.environ.get("WORKER_LOG_LEVEL"))
+    logging.basicConfig(level=level.value.upper(), handlers=[ui.LogLines(level is LogLevel.DEBUG)])
 
 
 def main() -> None:

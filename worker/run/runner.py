@@ -25,6 +25,7 @@ from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY, SETUP_PROBLEM
 from worker.sources.project_checks import probe
 from worker.sources.registry import build_sources
+from worker.state.diagnostics import run_diagnostics
 from worker.state.folders import make_folders
 from worker.state.run_report import RunOptions, RunReport
 from worker.state.store import Store
@@ -166,7 +167,8 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     run_id = store.start_run(settings.machine_id, os.getpid())
     taken: list[Decision] = []  # the decision whose task was claimed, once there is one
     try:
-        return _take_and_run(settings, options, modes, store, run_id, t0, taken)
+        with run_diagnostics(settings.logs / f"run-{run_id}" / "worker.log"):
+            return _take_and_run(settings, options, modes, store, run_id, t0, taken)
     except BaseException as exc:
         _record_abort(store, run_id, taken, exc, time.monotonic() - t0)
         raise
