@@ -1,12 +1,14 @@
 """The conventions of a Python command line: exit 70 for worker's own bugs (not 1, which says
 a task failed), with the traceback saved to a file the message names; the version written
-once; every import declared."""
+once; every import declared; one atomic write; a newer database refused."""
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import json
 import re
+import sqlite3
 import sys
 import tomllib
 from pathlib import Path
@@ -16,8 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 import worker
+from tests.conftest import FakeAgent, run_worker, state_of, write_message
 from worker.cli import app as cli_app
 from worker.errors import ExitCode
+from worker.state.store import CORE_MIGRATIONS
 
 
 def run_main(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
@@ -125,3 +129,31 @@ def test_every_rename_of_workers_files_goes_through_fsutil() -> None:
                     f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}"
                 )
     assert not offenders, offenders
+
+
+def test_a_database_from_a_newer_worker_is_refused_by_a_run_and_named_by_status(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """After a downgrade: the database's core schema is at a version this worker does not
+    know. `worker run` exits 78 naming both versions and what to do, and writes no row;
+    `worker status` still reports (exit 0) and names the problem, in --json too."""
+    write_message(workspace, "msg-1")
+    assert run_worker(workspace, "run").returncode == 0
+    db_path = state_of(workspace) / "worker.db"
+    known = len(CORE_MIGRATIONS)
+    with sqlite3.connect(db_path) as db:
+        db.execute("INSERT INTO migrations VALUES ('core', ?, 0)", (known + 7,))
+        runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    write_message(workspace, "msg-2")
+    refused = run_worker(workspace, "run")
+    assert refused.returncode == 78, refused.stderr
+    assert f"version {known + 7}, newer than this worker" in refused.stderr
+    assert f"knows (version {known})" in refused.stderr and "Upgrade worker" in refused.stderr
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == runs
+    assert (workspace / "inbox" / "msg-2.json").exists()
+    report = run_worker(workspace, "status")
+    assert report.returncode == 0 and "state:" in report.stdout
+    assert f"version {known + 7}" in report.stderr
+    as_json = json.loads(run_worker(workspace, "status", "--json").stdout)
+    assert "newer than this worker" in as_json["database_problems"][0]
