@@ -16,6 +16,8 @@ from worker.cli.common import LogLevel, collect_rarely, lift_global_options
 from worker.cli.common import log_level as log_level_of
 from worker.errors import ExitCode, WorkerError
 
+COMPLETE_VAR = "_WORKER_COMPLETE"  # as worker/cli/completion.py names it
+
 # Every command: the module that registers it, and the first paragraph of its help, which
 # `worker --help` lists without importing the module (a test holds these to the modules).
 # In the order `worker --help` lists them.
@@ -107,6 +109,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "supervise",
         "Keep `worker serve` running: restarts with backoff, crash-loop detection, promotion "
         "and rollback of revisions.",
+    ),
+    "completion": (
+        "completion",
+        "Print the shell's completion script for worker (see the README to install it).",
     ),
 }
 
@@ -215,8 +221,12 @@ def _root(
 def main() -> None:
     """Console entry point: WorkerError becomes a message on stderr and its exit code."""
     collect_rarely()  # until the command has its settings (worker/cli/common.py)
+    if COMPLETE_VAR in os.environ:  # the shell asks what to complete
+        from worker.cli.completion import prepare
+
+        prepare(os.environ)
     try:
-        app()
+        app(prog_name="worker", complete_var=COMPLETE_VAR)
     except WorkerError as exc:
         from worker.cli import ui
 
