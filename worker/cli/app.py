@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -198,6 +199,14 @@ def _root(
             "--quiet", "-q", help="Errors only on stderr; `run`, `serve`: no progress lines."
         ),
     ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            dir_okay=False,
+            help="A config.toml read in place of the user-wide one (also WORKER_CONFIG).",
+        ),
+    ] = None,
     log_level: Annotated[
         LogLevel | None,
         typer.Option(
@@ -214,6 +223,8 @@ def _root(
 
     from worker.cli import ui
 
+    if config is not None:  # as the variable, which the run's children inherit
+        os.environ["WORKER_CONFIG"] = str(config.expanduser().resolve())
     level = log_level_of(verbose, quiet, log_level, os.environ.get("WORKER_LOG_LEVEL"))
     logging.basicConfig(level=level.value.upper(), handlers=[ui.LogLines(level is LogLevel.DEBUG)])
 

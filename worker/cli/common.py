@@ -28,7 +28,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object ins
 # The root's options that may also come after the command (`worker run -v --dry-run`), as in
 # git, pip and httpie: the flags, and the option with its value.
 _GLOBAL_FLAGS = {"-v", "--verbose", "-q", "--quiet"}
-_GLOBAL_VALUED = "--log-level"
+_GLOBAL_VALUED = ("--log-level", "--config")
 
 
 class LogLevel(StrEnum):
@@ -47,9 +47,9 @@ def lift_global_options(args: list[str]) -> tuple[list[str], list[str]]:
     for token in tokens:
         if token == "--":
             rest += [token, *tokens]
-        elif token in _GLOBAL_FLAGS or token.startswith(_GLOBAL_VALUED + "="):
+        elif token in _GLOBAL_FLAGS or token.startswith(tuple(f"{o}=" for o in _GLOBAL_VALUED)):
             lifted.append(token)
-        elif token == _GLOBAL_VALUED:
+        elif token in _GLOBAL_VALUED:
             lifted += [token, *(value for value in [next(tokens, None)] if value is not None)]
         else:
             rest.append(token)

@@ -23,7 +23,7 @@ from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
-from worker.operator import integrity
+from worker.operator import config_sources, integrity
 from worker.process.platform.installed import job_locations, scheduled_jobs
 from worker.process.platform.schedule import schedule_env
 from worker.process.proc import run_process
@@ -129,6 +129,11 @@ def check_config(context: Context) -> Iterable[Finding]:
         yield Finding("config", status, str(problem))
     if not context.settings.problems:
         yield Finding("config", Status.OK, "worker.toml and the WORKER_* variables are valid")
+    yield Finding(
+        "config", Status.OK, f"read in this order: {config_sources.layers_line(context.settings)}"
+    )
+    for line in config_sources.given(context.settings):
+        yield Finding("config", Status.OK, line)
 
 
 def check_modes(context: Context) -> Iterable[Finding]:
