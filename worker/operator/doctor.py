@@ -23,7 +23,7 @@ from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
-from worker.operator import config_sources, integrity
+from worker.operator import config_sources, heartbeat, integrity
 from worker.process.platform.installed import job_locations, scheduled_jobs
 from worker.process.platform.schedule import schedule_env
 from worker.process.proc import run_process
@@ -369,6 +369,13 @@ def check_spend(context: Context) -> Iterable[Finding]:
     )
 
 
+def check_heartbeat(context: Context) -> Iterable[Finding]:
+    """With `[notify] heartbeat_url`: the last ping and how it went."""
+    found = heartbeat.doctor_line(context.settings)
+    if found is not None:
+        yield Finding("heartbeat", Status.OK if found[0] else Status.WARN, found[1])
+
+
 def check_sandbox(context: Context) -> Iterable[Finding]:
     """Which runtime will box the agents and what it enforces here (worker/sandbox/box.py)."""
     for status, message in sandbox_report.describe(context.settings):
@@ -389,6 +396,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("gemini", check_gemini),
     ("maintenance", check_maintenance),
     ("spend", check_spend),
+    ("heartbeat", check_heartbeat),
     ("sandbox", check_sandbox),
 ]
 

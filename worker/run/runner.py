@@ -60,6 +60,7 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
     if options.dry_run:
         return _dry_run(settings, options, modes)
     # Here, not at the top: a dry run records, prunes and notifies nothing.
+    from worker.operator.heartbeat import around_run
     from worker.state import retention
 
     make_folders(settings)  # a folder that cannot be made: exit 78 naming its key, no task taken
@@ -74,7 +75,9 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         fleet_session(settings, store),
     ):
         try:
-            report = _run(settings, options, modes, store)
+            with around_run(settings) as ended:  # the heartbeat's pings, if one is set
+                report = _run(settings, options, modes, store)
+                ended(report)
             retention.after_run(settings, store)  # at most once a day
             return report
         finally:
