@@ -13,11 +13,9 @@ from typer.core import TyperCommand, TyperGroup
 from typer.main import get_group
 
 from worker import __version__
-from worker.cli.common import LogLevel, collect_rarely, lift_global_options
+from worker.cli.common import COMPLETE_VAR, LogLevel, collect_rarely, lift_global_options
 from worker.cli.common import log_level as log_level_of
 from worker.errors import ExitCode, WorkerError
-
-COMPLETE_VAR = "_WORKER_COMPLETE"  # as worker/cli/completion.py names it
 
 # Every command: the module that registers it, and the first paragraph of its help, which
 # `worker --help` lists without importing the module (a test holds these to the modules).

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from worker.errors import ConfigError
+
 if TYPE_CHECKING:
     from worker.config import Settings
 
@@ -26,9 +28,10 @@ WorkspaceOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 # The root's options that may also come after the command (`worker run -v --dry-run`), as in
-# git, pip and httpie: the flags, and the option with its value.
+# pip and httpie: the flags, and the options with their value.
 _GLOBAL_FLAGS = {"-v", "--verbose", "-q", "--quiet"}
 _GLOBAL_VALUED = ("--log-level", "--config")
+COMPLETE_VAR = "_WORKER_COMPLETE"  # how the shell asks worker what to complete
 
 
 class LogLevel(StrEnum):
@@ -67,8 +70,6 @@ def log_level(verbose: bool, quiet: bool, option: LogLevel | None, env: str | No
     try:
         return LogLevel(env.lower())
     except ValueError:
-        from worker.errors import ConfigError
-
         names = ", ".join(LogLevel)
         raise ConfigError(f"WORKER_LOG_LEVEL={env!r} is no log level; use one of {names}") from None
 

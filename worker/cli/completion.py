@@ -14,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-COMPLETE_VAR = "_WORKER_COMPLETE"
+from worker.cli.common import COMPLETE_VAR
+
 # Click 8 spells the instruction `bash_source`, Typer `source_bash`: both are taken.
 _CLICK_STYLE = re.compile(r"(bash|zsh|fish|powershell|pwsh)_(source|complete)")
 
