@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_worker
+from tests.conftest import FakeAgent, run_worker, state_of, write_message
 from worker.config import load_settings
 from worker.config_load import user_config_path
 from worker.errors import ConfigError
@@ -106,3 +106,25 @@ def test_the_user_config_folder_is_the_platforms_own() -> None:
     assert user_config_path({**home, "APPDATA": "C:/Users/u/AppData/Roaming"}, "win32") == Path(
         "C:/Users/u/AppData/Roaming/worker/config.toml"
     )
+
+
+def test_an_agent_that_rewrites_the_user_config_has_it_put_back(
+    workspace: Path, user_file: Path, fake_claude: FakeAgent
+) -> None:
+    """The user-wide file is worker's configuration too: an agent (unboxed here) that writes
+    into it during its task finds it restored after the task (WORKER_CONFIG_RESTORED), its
+    version kept beside the run's logs."""
+    user_file.write_text('machine_id = "desk-7"\n', encoding="utf-8")
+    fake_claude.answers(
+        {
+            "status": "success",
+            "reason": "done",
+            "files": [{"path": str(user_file), "text": "task_cost_cap_usd = 500.0\n"}],
+        }
+    )
+    write_message(workspace, "msg-1", to="desk-7")
+    done = json.loads(run_worker(workspace, "run", "--json").stdout)
+    assert "WORKER_CONFIG_RESTORED" in done["reason_codes"]
+    assert user_file.read_text(encoding="utf-8") == 'machine_id = "desk-7"\n'
+    kept = state_of(workspace) / "logs" / f"run-{done['run_id']}" / "agent-config.toml"
+    assert "500.0" in kept.read_text(encoding="utf-8")
