@@ -107,8 +107,9 @@ class Heartbeat:
 
     def _last(self, kind: Ping, ok: bool, detail: str) -> LastPing:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        url = shown(self.url or "")
-        return LastPing(kind.value, stamp, ok, detail.replace(self.url or "\0", url), url)
+        key = urllib.parse.urlsplit(self.url or "").path.strip("/")  # an error may quote it
+        detail = detail.replace(key, "…") if key else detail
+        return LastPing(kind.value, stamp, ok, detail, shown(self.url or ""))
 
 
 @contextlib.contextmanager
