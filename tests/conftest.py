@@ -51,6 +51,10 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     state_home = tmp_path.parent / f"{tmp_path.name}-state-home"
     monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
     monkeypatch.setenv("LOCALAPPDATA", str(state_home))
+    # Nor the developer's user-wide config.toml: the user's config folder is the test's own.
+    config_home = tmp_path.parent / f"{tmp_path.name}-config-home"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+    monkeypatch.setenv("APPDATA", str(config_home))
 
 
 def needs_posix(reason: str) -> pytest.MarkDecorator:

@@ -64,7 +64,7 @@ def test_schedule_systemd_units_size_the_start_limit_to_the_backoff(
     assert (keys["StartLimitBurst"], keys["StartLimitIntervalSec"]) == ("5", "300")
     assert int(keys["StartLimitIntervalSec"]) > backoff_sum(1, 60, 4)
     assert keys["RestartPreventExitStatus"] == "78" and keys["SuccessExitStatus"] == "75"
-    assert "OnUnitInactiveSec=300s" in timer and "WantedBy=timers.target" in timer
+    assert "OnUnitActiveSec=300s" in timer and "WantedBy=timers.target" in timer
 
     sup = _invoke(cli, "schedule", "systemd", "--target", "supervise", "-w", str(workspace))
     assert "Type=simple" in sup.stdout and "WantedBy=default.target" in sup.stdout

@@ -70,7 +70,9 @@ def _resolve(tokens: list[str]) -> tuple[list[Any], list[str], str]:
 
 
 def _check_options(command: Any, rest: list[str], path: str) -> None:
-    params = {opt: p for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+    # The root's options (-v, --quiet, --log-level) are taken after any command too.
+    owners = [get_command(app), command]
+    params = {opt: p for c in owners for p in c.params for opt in (*p.opts, *p.secondary_opts)}
     params.setdefault("--help", None)
     arguments = [p for p in command.params if p.param_type_name == "argument"]
     for i, token in enumerate(rest):

@@ -1,4 +1,5 @@
-"""Settings: embedded defaults < `worker.toml` in the workspace < `WORKER_*` environment.
+"""Settings: embedded defaults < the user-wide `config.toml` (or `--config FILE`) <
+`worker.toml` in the workspace < `WORKER_*` environment < the command line.
 
 Every section is a Pydantic model that forbids unknown keys, so a typo in `worker.toml` is a
 configuration error that names the key and the closest real one (`config_load`), not a silently
@@ -28,7 +29,14 @@ from pydantic import (
     model_validator,
 )
 
-from worker.config_load import ConfigProblem, Keys, Loader
+from worker.config_load import (
+    CONFIG_VAR,
+    ConfigProblem,
+    Keys,
+    Loader,
+    Sources,
+    user_config_path,
+)
 from worker.errors import ConfigError
 from worker.sources.github.settings import GitHubSettings
 from worker.state.folders import check_folders
@@ -156,6 +164,7 @@ class Settings(BaseModel):
     sandbox: ClassVar[_Section["SandboxSettings"]] = _Section()
     _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _problems: tuple[ConfigProblem, ...] = PrivateAttr(default=())
+    _sources: Sources | None = PrivateAttr(default=None)  # None: not built by load_settings
 
     @field_validator("machine_id")
     @classmethod
@@ -171,6 +180,11 @@ class Settings(BaseModel):
         """What the load found: unknown variables (warnings), and with `lenient` the keys left
         out. Empty when the settings are as given."""
         return self._problems
+
+    @property
+    def sources(self) -> Sources | None:
+        """Where each setting came from (`worker doctor` shows it)."""
+        return self._sources
 
     @field_validator("lease_seconds", "iteration_timeout_s", "task_wall_clock_s")
     @classmethod
@@ -284,13 +298,19 @@ def load_settings(
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a folder (--workspace)")
     keys = Keys(Settings, LAZY_SECTIONS, section_model)
-    loader = Loader(keys, workspace / CONFIG_FILE, lenient)
-    data = loader.read_file()
+    explicit = env.get(CONFIG_VAR)  # `--config FILE`, in place of the user-wide file
+    user = Path(explicit).expanduser() if explicit else user_config_path(env)
+    loader = Loader(keys, workspace / CONFIG_FILE, lenient, user)
+    if explicit and not user.is_file():
+        loader.add(f"--config {explicit}", "no such file", "give the path of a config.toml")
+        loader.raise_if_strict()
+    data = loader.read_files("--config file" if explicit else "user file")
     loader.add_env(data, env)
     if "WORKER_INBOX" in env:
         data["inbox_dir"] = env["WORKER_INBOX"]
         loader.origin[("inbox_dir",)] = "WORKER_INBOX"
     data.update(overrides)
+    loader.origin.update(dict.fromkeys([(key,) for key in overrides], "command line"))
     data["workspace"] = workspace
     settings = loader.validate(data, _build)
     problem = location_problem(settings)
@@ -300,6 +320,7 @@ def load_settings(
         loader.add(where, *problem)
     loader.raise_if_strict()
     settings._problems = tuple(loader.problems)
+    settings._sources = loader.sources()
     return settings
 
 

@@ -10,6 +10,7 @@ and all of them only when a key matches nothing at its own level.
 """
 
 import json
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,14 +24,17 @@ from worker.errors import ConfigError
 
 ENV_PREFIX = "WORKER_"
 # Variables with the prefix that are not settings: secrets (read where they are used, never
-# stored), the `--workspace` option, the inbox's short name, and the variable worker sets for
-# the Windows shell of its own children (worker/process/platform/shell.py).
+# stored), the `--workspace`, `--config` and `--log-level` options, the inbox's short name, and the
+# variable worker sets for the Windows shell of its own children
+# (worker/process/platform/shell.py).
 NOT_SETTINGS = frozenset(
     {
         "WORKER_DASHBOARD_TOKEN",
         "WORKER_GITHUB_TOKEN",
         "WORKER_GIT_TOKEN",
+        "WORKER_CONFIG",
         "WORKER_INBOX",
+        "WORKER_LOG_LEVEL",
         "WORKER_WORKSPACE",
         "WORKER_SHELL_COMMAND",
     }
@@ -53,6 +57,44 @@ class ConfigProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}; {self.fix}"
+
+
+USER_CONFIG = "config.toml"
+CONFIG_VAR = "WORKER_CONFIG"  # `--config FILE`, as the variable the run's children inherit
+
+
+def user_config_path(env: Mapping[str, str], platform: str = sys.platform) -> Path:
+    """The user-wide `config.toml`, where the platform keeps a user's configuration:
+    `$XDG_CONFIG_HOME/worker/` (else `~/.config/worker/`), `~/Library/Application Support/
+    worker/` on macOS, `%APPDATA%\\worker\\` on Windows."""
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    if platform == "win32":
+        appdata = env.get("APPDATA")
+        base = Path(appdata) if appdata else home / "AppData" / "Roaming"
+    elif platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        xdg = env.get("XDG_CONFIG_HOME", "")
+        # The XDG specification ignores a relative path in its variables.
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+    return base / "worker" / USER_CONFIG
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the settings came from: the files in the order read (lowest first), each with
+    whether it was there, and the origin of each key given (a file, a variable, the command
+    line); a key with none has its default. Command line > environment > workspace file >
+    user file > defaults."""
+
+    files: tuple[tuple[str, Path, bool], ...]  # (layer, path, read)
+    origin: Mapping[tuple[str, ...], str]
+
+    def given(self) -> list[tuple[tuple[str, ...], str]]:
+        """Each key given, with its origin, in a stable order (leaves only)."""
+        keys = sorted(self.origin)
+        leaves = [k for k in keys if not any(o[: len(k)] == k and o != k for o in keys)]
+        return [(key, self.origin[key]) for key in leaves]
 
 
 @dataclass(frozen=True)
@@ -179,19 +221,40 @@ class Loader:
     act), a fatal problem raises ConfigError naming every one; lenient (the commands that
     report), the key is left out, its default used, and the problem kept for the report."""
 
-    def __init__(self, keys: Keys, config_path: Path, lenient: bool) -> None:
+    def __init__(
+        self, keys: Keys, config_path: Path, lenient: bool, user_path: Path | None = None
+    ) -> None:
         self.keys = keys
         self.config_path = config_path
+        self.user_path = user_path
         self.lenient = lenient
         self.problems: list[ConfigProblem] = []
-        self.origin: dict[tuple[str, ...], str] = {}  # a key given by a variable -> its name
+        self.origin: dict[tuple[str, ...], str] = {}  # a key -> the file or variable giving it
+        self.files: list[tuple[str, Path, bool]] = []
+
+    def read_files(self, user_layer: str) -> dict[str, Any]:
+        """The user file (`user_layer` names it: the user-wide file, or `--config`), then
+        `worker.toml` over it, table by table; each key's origin kept."""
+        data: dict[str, Any] = {}
+        layers = [(user_layer, self.user_path), ("workspace file", self.config_path)]
+        for layer, path in layers:
+            if path is None:
+                continue
+            found = self.read_file(path)
+            self.files.append((layer, path, path.exists()))
+            for leaf in _leaves(found):
+                self.origin[leaf] = str(path)
+            _merge(data, found)
+        return data
+
+    def sources(self) -> Sources:
+        return Sources(tuple(self.files), dict(self.origin))
 
     def add(self, where: str, message: str, fix: str, fatal: bool = True) -> None:
         self.problems.append(ConfigProblem(where, message, fix, fatal))
 
-    def read_file(self) -> dict[str, Any]:
-        """`worker.toml` as data, less its unknown keys (each one a problem)."""
-        path = self.config_path
+    def read_file(self, path: Path) -> dict[str, Any]:
+        """A settings file as data, less its unknown keys (each one a problem)."""
         if not path.exists():
             return {}
         import tomllib  # only with a worker.toml to read
@@ -277,6 +340,23 @@ def describe(problems: list[ConfigProblem]) -> str:
     if len(problems) == 1:
         return str(problems[0])
     return "\n".join(["invalid configuration:", *(f"  {problem}" for problem in problems)])
+
+
+def _leaves(data: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, (*path, key))
+        else:
+            yield (*path, key)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> None:
+    """`over`'s keys into `base`, tables merged key by key, any other value replaced."""
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
 
 
 def set_nested(data: dict[str, Any], path: tuple[str, ...], value: Any) -> bool:

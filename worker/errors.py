@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     LOCKED = 75  # EX_TEMPFAIL: another run holds the workspace lock; retry later
     DATA = 65  # EX_DATAERR: an input file is not in a format worker can read
+    SOFTWARE = 70  # EX_SOFTWARE: an internal error (a bug in worker); the traceback is saved
     CONFIG = 78  # EX_CONFIG: fix the configuration; do not restart
 
 

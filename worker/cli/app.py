@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.main import get_group
 
 from worker import __version__
-from worker.cli.common import collect_rarely
+from worker.cli.common import COMPLETE_VAR, LogLevel, collect_rarely, lift_global_options
+from worker.cli.common import log_level as log_level_of
 from worker.errors import ExitCode, WorkerError
 
 # Every command: the module that registers it, and the first paragraph of its help, which
@@ -106,6 +109,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Keep `worker serve` running: restarts with backoff, crash-loop detection, promotion "
         "and rollback of revisions.",
     ),
+    "completion": (
+        "completion",
+        "Print the shell's completion script for worker (see the README to install it).",
+    ),
 }
 
 
@@ -122,6 +129,16 @@ class _LazyGroup(TyperGroup):
         if isinstance(self.commands.get(cmd_name), _Pending):
             self.commands.update(load_commands(COMMANDS[cmd_name][0]))
         return self.commands.get(cmd_name)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """The root's options are taken anywhere before `--`; `--quiet` also reaches a command
+        with a `--quiet` of its own (run, serve, supervise: no progress lines)."""
+        lifted, rest = lift_global_options(args)
+        if {"-q", "--quiet"} & set(lifted) and rest and not rest[0].startswith("-"):
+            command = self.get_command(ctx, rest[0])
+            if any("--quiet" in param.opts for param in getattr(command, "params", [])):
+                rest.insert(1, "--quiet")
+        return super().parse_args(ctx, [*lifted, *rest])
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = [(name, cmd) for name, cmd in self.commands.items() if not cmd.hidden]
@@ -162,10 +179,41 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines to stderr."),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Debug lines on stderr (before or after the command)."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Errors only on stderr; `run`, `serve`: no progress lines."
+        ),
+    ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            dir_okay=False,
+            help="A config.toml read in place of the user-wide one (also WORKER_CONFIG).",
+        ),
+    ] = None,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option(
+            "--log-level",
+            case_sensitive=False,
+            help="worker's own diagnostics on stderr and in the run's log (default: "
+            "WORKER_LOG_LEVEL, else warning).",
+        ),
+    ] = None,
 ) -> None:
     # Here, not at the top: `worker --help` never gets this far, and logging (with Rich, which
     # ui loads on first use) is a tenth of its start-up.
@@ -173,16 +221,21 @@ def _root(
 
     from worker.cli import ui
 
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING, handlers=[ui.LogLines(verbose)]
-    )
+    if config is not None:  # as the variable, which the run's children inherit
+        os.environ["WORKER_CONFIG"] = str(config.expanduser().resolve())
+    level = log_level_of(verbose, quiet, log_level, os.environ.get("WORKER_LOG_LEVEL"))
+    logging.basicConfig(level=level.value.upper(), handlers=[ui.LogLines(level is LogLevel.DEBUG)])
 
 
 def main() -> None:
     """Console entry point: WorkerError becomes a message on stderr and its exit code."""
     collect_rarely()  # until the command has its settings (worker/cli/common.py)
+    if COMPLETE_VAR in os.environ:  # the shell asks what to complete
+        from worker.cli.completion import prepare
+
+        prepare(os.environ)
     try:
-        app()
+        app(prog_name="worker", complete_var=COMPLETE_VAR)
     except WorkerError as exc:
         from worker.cli import ui
 
@@ -190,11 +243,15 @@ def main() -> None:
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # last resort: a message, and the traceback in the debug log
+    except Exception as exc:  # last resort: one line, the traceback in a file and the debug log
         import logging
 
         from worker.cli import ui
+        from worker.process.proc import redact
+        from worker.state.crashes import save_traceback
 
-        logging.getLogger("worker").debug("unexpected error", exc_info=True)
-        ui.error(f"unexpected {type(exc).__name__}: {exc} (run with -v for details)")
-        sys.exit(int(ExitCode.TASK_FAILED))
+        logging.getLogger("worker").debug("internal error", exc_info=True)
+        saved = save_traceback(exc, sys.argv[1:])
+        where = f"the traceback is in {saved}" if saved else "run with -v for the traceback"
+        ui.error(redact(f"internal error (a bug in worker): {type(exc).__name__}: {exc}; {where}"))
+        sys.exit(int(ExitCode.SOFTWARE))

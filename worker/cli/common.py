@@ -4,10 +4,13 @@ garbage collections while the program starts."""
 from __future__ import annotations
 
 import gc
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from worker.errors import ConfigError
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -23,6 +26,52 @@ WorkspaceOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+
+# The root's options that may also come after the command (`worker run -v --dry-run`), as in
+# pip and httpie: the flags, and the options with their value.
+_GLOBAL_FLAGS = {"-v", "--verbose", "-q", "--quiet"}
+_GLOBAL_VALUED = ("--log-level", "--config")
+COMPLETE_VAR = "_WORKER_COMPLETE"  # how the shell asks worker what to complete
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+def lift_global_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """`args` split into the root's options, wherever they are before `--`, and the rest in
+    its order: `run -v --dry-run` -> (["-v"], ["run", "--dry-run"])."""
+    lifted: list[str] = []
+    rest: list[str] = []
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            rest += [token, *tokens]
+        elif token in _GLOBAL_FLAGS or token.startswith(tuple(f"{o}=" for o in _GLOBAL_VALUED)):
+            lifted.append(token)
+        elif token in _GLOBAL_VALUED:
+            lifted += [token, *(value for value in [next(tokens, None)] if value is not None)]
+        else:
+            rest.append(token)
+    return lifted, rest
+
+
+def log_level(verbose: bool, quiet: bool, option: LogLevel | None, env: str | None) -> LogLevel:
+    """worker's own diagnostics: `--log-level` > `-v`/`--quiet` > WORKER_LOG_LEVEL > warning."""
+    if option:
+        return option
+    if verbose or quiet:
+        return LogLevel.DEBUG if verbose else LogLevel.ERROR
+    if not env:
+        return LogLevel.WARNING
+    try:
+        return LogLevel(env.lower())
+    except ValueError:
+        names = ", ".join(LogLevel)
+        raise ConfigError(f"WORKER_LOG_LEVEL={env!r} is no log level; use one of {names}") from None
 
 
 def settings_for(workspace: Path, *, lenient: bool = False, warn: bool = True) -> Settings:

@@ -42,6 +42,8 @@ def status_command(
         return
     data = status(settings, check=check)
     ui.emit(data, as_json, _render)
+    for problem in data["database_problems"] if not as_json else ():
+        ui.error(problem)
     if check and not data["check"]["ok"]:
         raise typer.Exit(1)
 

@@ -52,6 +52,9 @@ def error(message: str) -> None:
 
 
 def warn(message: str) -> None:
+    """A warning on stderr, unless `--quiet` (or `--log-level error`) asked for errors only."""
+    if not logging.getLogger("worker").isEnabledFor(logging.WARNING):
+        return
     _err().print(f"[yellow]warning:[/] {_as_text(message)}", markup=True, highlight=False)
 
 

@@ -22,6 +22,7 @@ from worker.config import Settings
 from worker.daemon.health import REVISION_ENV
 from worker.process.gitsafe import git_argv
 from worker.process.proc import redact, run_process
+from worker.state.fsutil import replace
 
 _DONE = ".worker-snapshot-complete"
 _GIT_TIMEOUT_S = 60.0
@@ -76,7 +77,7 @@ def export(repo: Path, rev: str, dest: Path) -> str | None:
             else:  # pragma: no cover - Python < 3.11.4
                 tar.extractall(partial)
         (partial / _DONE).write_text(rev + "\n", encoding="utf-8")
-        os.replace(partial, dest)
+        replace(partial, dest)
     finally:
         with contextlib.suppress(FileNotFoundError):
             archive.unlink()

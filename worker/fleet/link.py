@@ -12,8 +12,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from typing import Any
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_before_delay,
+    wait_exponential,
+)
 
 from worker.fleet.db import Conn, FleetUnavailable, connect, describe, psycopg, unavailable
 from worker.fleet.settings import FleetSettings
@@ -38,26 +45,36 @@ class Link:
 
     def run(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         """Run one statement (autocommit) and return its rows ([] when it returns none)."""
-        deadline = time.monotonic() + self.retry_s
-        delay = 0.2
-        while True:
-            try:
-                with self._lock:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = connect(self.settings)
-                    cur = self._conn.execute(sql, params)
-                    return list(cur.fetchall()) if cur.description else []
-            except (psycopg.OperationalError, FleetUnavailable) as exc:
-                self._drop()
-                if time.monotonic() + delay > deadline:
-                    raise (
-                        exc
-                        if isinstance(exc, FleetUnavailable)
-                        else unavailable(self.settings, exc)
-                    ) from None
-                log.warning("fleet database: %s; retrying in %.1fs", describe(exc), delay)
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        retrying = Retrying(
+            retry=retry_if_exception_type((psycopg.OperationalError, FleetUnavailable)),
+            # 0.2 s doubling to 5 s, and no sleep that would end past `retry_s`.
+            wait=wait_exponential(multiplier=0.2, max=5.0),
+            stop=stop_before_delay(self.retry_s),
+            before_sleep=self._retrying,
+            reraise=True,
+        )
+        try:
+            return retrying(self._once, sql, params)
+        except psycopg.OperationalError as exc:
+            raise unavailable(self.settings, exc) from None
+
+    def _once(self, sql: str, params: tuple[Any, ...] | dict[str, Any]) -> list[dict[str, Any]]:
+        try:
+            with self._lock:
+                if self._conn is None or self._conn.closed:
+                    self._conn = connect(self.settings)
+                cur = self._conn.execute(sql, params)
+                return list(cur.fetchall()) if cur.description else []
+        except (psycopg.OperationalError, FleetUnavailable):
+            self._drop()
+            raise
+
+    @staticmethod
+    def _retrying(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        delay = state.next_action.sleep if state.next_action else 0.0
+        what = describe(exc) if exc is not None else "failed"
+        log.warning("fleet database: %s; retrying in %.1fs", what, delay)
 
     def _drop(self) -> None:
         with self._lock:

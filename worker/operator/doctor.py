@@ -23,7 +23,7 @@ from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
-from worker.operator import integrity
+from worker.operator import config_sources, heartbeat, integrity
 from worker.operator.notify import checkup as notify_checkup
 from worker.process.platform.installed import job_locations, scheduled_jobs
 from worker.process.platform.schedule import schedule_env
@@ -130,6 +130,11 @@ def check_config(context: Context) -> Iterable[Finding]:
         yield Finding("config", status, str(problem))
     if not context.settings.problems:
         yield Finding("config", Status.OK, "worker.toml and the WORKER_* variables are valid")
+    yield Finding(
+        "config", Status.OK, f"read in this order: {config_sources.layers_line(context.settings)}"
+    )
+    for line in config_sources.given(context.settings):
+        yield Finding("config", Status.OK, line)
 
 
 def check_modes(context: Context) -> Iterable[Finding]:
@@ -372,6 +377,13 @@ def check_notify(context: Context) -> Iterable[Finding]:
         yield Finding("notify", Status(status), message)
 
 
+def check_heartbeat(context: Context) -> Iterable[Finding]:
+    """With `[notify] heartbeat_url`: the last ping and how it went."""
+    found = heartbeat.doctor_line(context.settings)
+    if found is not None:
+        yield Finding("heartbeat", Status.OK if found[0] else Status.WARN, found[1])
+
+
 def check_sandbox(context: Context) -> Iterable[Finding]:
     """Which runtime will box the agents and what it enforces here (worker/sandbox/box.py)."""
     for status, message in sandbox_report.describe(context.settings):
@@ -393,6 +405,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("maintenance", check_maintenance),
     ("spend", check_spend),
     ("notify", check_notify),
+    ("heartbeat", check_heartbeat),
     ("sandbox", check_sandbox),
 ]
 

@@ -15,6 +15,7 @@ from worker.kernel.snapshot import preview
 from worker.operator.integrity import status as integrity_status
 from worker.process.platform.process import alive
 from worker.sources.fallback import SETUP_PROBLEM, load_problem
+from worker.state.schema_version import tolerating_newer_schema
 from worker.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,15 @@ _FAILED = ("failure", "error")
 def status(settings: Settings, with_queue: bool = True, check: bool = False) -> dict[str, Any]:
     """The integrity view (waits, claims and their leases, files set aside, the last run,
     the database check) with the running task, the queue, failures, spend and unsent
-    notifications added."""
+    notifications added. A database from a newer worker is read as it is, and named in
+    `database_problems` (a run refuses it)."""
+    with tolerating_newer_schema() as newer:
+        data = _status(settings, with_queue, check)
+    data["database_problems"] = newer
+    return data
+
+
+def _status(settings: Settings, with_queue: bool, check: bool) -> dict[str, Any]:
     data = integrity_status(settings, check=check)
     data.update(running=[], failures=[], spent_today_usd=0.0, unsent=0)
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd

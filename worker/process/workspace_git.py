@@ -17,6 +17,7 @@ from typing import Any
 from worker.process.gitsafe import git_argv, repo
 from worker.process.platform.names import portable_name
 from worker.process.proc import run_process
+from worker.state.fsutil import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +112,7 @@ def save_diff(cwd: Path, path: Path) -> Path | None:
     text = _diff_text(cwd)
     if text is None:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    atomic_write_text(path, text)
     return path
 
 

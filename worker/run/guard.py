@@ -5,7 +5,8 @@ modes file and the state folder live. An agent (or the untrusted text it read) m
 to change how the next run behaves: a mode gaining `--dangerously-skip-permissions`, a new
 fallback command. Agents have deleted their runners' own files (`git clean`). So the
 configuration is snapshotted before the task and restored after it, the agent's version kept
-beside the run's logs; a deleted database is written back from the open connection.
+beside the run's logs; a deleted database is written back from the open connection. The
+user-wide config.toml is kept the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ class WorkspaceGuard:
         configured = modes_path(settings.workspace, settings.modes_file)
         if configured is not None and configured not in paths:
             paths.append(configured)
+        # The user-wide config.toml (or --config FILE) read for this run: outside the tree,
+        # but where an agent without a box could write too.
+        read = settings.sources.files if settings.sources is not None else ()
+        paths += [path for _layer, path, _there in read if path not in paths]
         self.saved = {path: _read(path) for path in paths}
 
     def check(self, store: Store, keep_dir: Path) -> list[str]:
@@ -39,8 +44,7 @@ class WorkspaceGuard:
                 continue
             log.warning("the agent changed %s; restored (its version kept in %s)", path, keep_dir)
             if after is not None:
-                keep_dir.mkdir(parents=True, exist_ok=True)
-                (keep_dir / f"agent-{path.name}").write_text(after, encoding="utf-8")
+                atomic_write_text(keep_dir / f"agent-{path.name}", after)
             if before is None:
                 path.unlink(missing_ok=True)
             else:

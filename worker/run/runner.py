@@ -25,6 +25,7 @@ from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY, SETUP_PROBLEM
 from worker.sources.project_checks import probe
 from worker.sources.registry import build_sources
+from worker.state.diagnostics import run_diagnostics
 from worker.state.folders import make_folders
 from worker.state.run_report import RunOptions, RunReport
 from worker.state.store import Store
@@ -59,6 +60,7 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
     if options.dry_run:
         return _dry_run(settings, options, modes)
     # Here, not at the top: a dry run records, prunes and notifies nothing.
+    from worker.operator.heartbeat import around_run
     from worker.state import retention
 
     make_folders(settings)  # a folder that cannot be made: exit 78 naming its key, no task taken
@@ -73,7 +75,9 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         fleet_session(settings, store),
     ):
         try:
-            report = _run(settings, options, modes, store)
+            with around_run(settings) as ended:  # the heartbeat's pings, if one is set
+                report = _run(settings, options, modes, store)
+                ended(report)
             retention.after_run(settings, store)  # at most once a day
             return report
         finally:
@@ -166,7 +170,8 @@ def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) 
     run_id = store.start_run(settings.machine_id, os.getpid())
     taken: list[Decision] = []  # the decision whose task was claimed, once there is one
     try:
-        return _take_and_run(settings, options, modes, store, run_id, t0, taken)
+        with run_diagnostics(settings.logs / f"run-{run_id}" / "worker.log"):
+            return _take_and_run(settings, options, modes, store, run_id, t0, taken)
     except BaseException as exc:
         _record_abort(store, run_id, taken, exc, time.monotonic() - t0)
         raise

@@ -31,7 +31,7 @@ from worker.process.lazyimport import lazy
 from worker.process.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
 from worker.sources.message import UTF8_BOM, Message, addressed_messages, outbox
-from worker.state.fsutil import atomic_write_text, json_files, quarantine
+from worker.state.fsutil import atomic_write_text, json_files, quarantine, rename, replace
 from worker.state.store import Store
 from worker.waits.state import file_name
 
@@ -277,7 +277,7 @@ class InboxSource:
                 taken = self._fresh_copy(name, held)  # `--task-id` of a finished message
             else:
                 # The rename is the atomic step: of two runs, exactly one moves the file.
-                os.rename(self.root / name, self.claimed / held)
+                rename(self.root / name, self.claimed / held)
                 taken = self._read(self.claimed / held)
         except FileNotFoundError:
             self.store.release_claim(task.id, "lost")
@@ -293,7 +293,7 @@ class InboxSource:
             # A listing older than the folder: the file now holds another message. Put back
             # what we just moved, untouched.
             with contextlib.suppress(FileNotFoundError):
-                os.rename(self.claimed / held, vacant(self.root, name, task.id))
+                rename(self.claimed / held, vacant(self.root, name, task.id))
             self.store.release_claim(task.id, "lost")
             return False
         task.ref["held"] = held
@@ -329,7 +329,7 @@ class InboxSource:
                 os.unlink(held)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(held, target)
+                replace(held, target)
         except FileNotFoundError:
             log.warning("inbox: claimed message %s vanished before release", name)
         if target is not None and state != "released":
@@ -376,7 +376,7 @@ def give_back(root: Path, claim: dict[str, Any]) -> None:
         if detail.get("origin") == "done":
             os.unlink(held)
         else:
-            os.replace(held, vacant(root, name, claim["task_id"]))
+            replace(held, vacant(root, name, claim["task_id"]))
 
 
 def held_name(claim: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ import struct
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from stat import S_ISREG
 
@@ -16,13 +16,26 @@ from stat import S_ISREG
 # search indexer, a sync client, a reader) has either file open; it passes a moment later. Git
 # for Windows retries the same way, with growing delays. About 1.6 s in all, then the error.
 _REPLACE_DELAYS_S = (0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5)
+_Move = Callable[[Path | str, Path | str], None]  # os.replace, os.rename
 
 
 def replace(source: Path | str, target: Path | str) -> None:
     """`os.replace`, retried a bounded number of times on Windows sharing violations."""
+    _retried(os.replace, source, target)
+
+
+def rename(source: Path | str, target: Path | str) -> None:
+    """`os.rename` (on Windows it refuses an existing target: of two runs moving one file,
+    one wins), with `replace`'s retry on sharing violations."""
+    _retried(os.rename, source, target)
+
+
+def _retried(
+    move: Callable[[Path | str, Path | str], None], source: Path | str, target: Path | str
+) -> None:
     for delay in (*_REPLACE_DELAYS_S, None):
         try:
-            os.replace(source, target)
+            move(source, target)
             return
         except PermissionError:
             if delay is None or sys.platform != "win32":

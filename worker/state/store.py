@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from worker.process.lazyimport import lazy
+from worker.state.schema_version import SchemaTooNew, newer_schema
 
 if TYPE_CHECKING:
     import sqlite3
@@ -169,7 +170,11 @@ class Store:
             " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at REAL NOT NULL,"
             " PRIMARY KEY (component, version))"
         )
-        self.ensure("core", CORE_MIGRATIONS)
+        try:
+            self.ensure("core", CORE_MIGRATIONS)
+        except SchemaTooNew:
+            self.db.close()
+            raise
 
     def __enter__(self) -> Store:
         return self
@@ -219,6 +224,8 @@ class Store:
                 "SELECT MAX(version) FROM migrations WHERE component = ?", (component,)
             ).fetchone()
             done = row[0] or 0
+            if done > len(migrations):
+                newer_schema(self.path, component, done, len(migrations))
             for version, migrate in enumerate(migrations, start=1):
                 if version <= done:
                     continue

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worker.state.fsutil import replace
+from worker.state.fsutil import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -74,18 +72,8 @@ def report_path(folder: Path, machine_id: str) -> Path:
 def write_report(folder: Path, report: StatusReport) -> Path:
     """Validate, then write atomically; returns the report's path. Raises OSError."""
     data = StatusReport.model_validate(report.model_dump()).model_dump_json(indent=2)
-    folder.mkdir(parents=True, exist_ok=True)
     target = report_path(folder, report.machine_id)
-    fd, tmp = tempfile.mkstemp(prefix=f".{report.machine_id}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        replace(tmp, target)  # retried on Windows sharing violations (a synced folder)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(target, data + "\n")  # with the retry a synced folder needs on Windows
     return target
 
 

@@ -8,7 +8,6 @@ atomic; a note is moved to `done/` once the run that received it has ended.
 """
 
 import logging
-import os
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worker.config import Settings
-from worker.state.fsutil import atomic_write_text, json_files, quarantine
+from worker.state.fsutil import atomic_write_text, json_files, quarantine, replace
 from worker.waits import authored
 from worker.waits.state import file_name
 
@@ -120,7 +119,7 @@ def consume(paths: list[Path]) -> int:
         target = path.parent / "done" / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            os.replace(path, target)
+            replace(path, target)
             moved += 1
         except FileNotFoundError:
             continue

@@ -19,6 +19,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from worker.errors import ConfigError
+from worker.process.platform.cron_interval import Refusal, cron_times, human_s
+
 if TYPE_CHECKING:  # pydantic is not needed to print `worker --help`
     from worker.config import Settings
 
@@ -184,12 +187,19 @@ def _cron(target: Target, settings: Settings, python: str, env: ScheduleEnv) -> 
         *env.comment(),
     ]
     if target is Target.RUN:
-        minutes = max(1, math.ceil(settings.daemon.interval_s / 60))
-        when = f"*/{minutes} * * * *" if minutes < 60 else f"0 */{max(1, minutes // 60)} * * *"
+        times = cron_times(settings.daemon.interval_s)
+        if isinstance(times, Refusal):
+            raise ConfigError(times.message())
         head.append(
-            "# A run that finds the lock held exits 75 at once: overlapping ticks coalesce."
+            f"# Every {human_s(settings.daemon.interval_s)}"
+            + (
+                f" ({len(times)} lines, one per minute of the hour it fires at)."
+                if len(times) > 1
+                else "."
+            )
+            + " A run that finds the lock held exits 75 at once: overlapping ticks coalesce."
         )
-        return {"crontab": "\n".join([*head, line(when)]) + "\n"}
+        return {"crontab": "\n".join([*head, *map(line, times)]) + "\n"}
     head.append("# Started at boot; the 5-minute line is a watchdog: while a supervisor holds")
     head.append("# the workspace's lock, another one exits 75 at once.")
     return {"crontab": "\n".join([*head, line("@reboot"), line("*/5 * * * *")]) + "\n"}
@@ -240,14 +250,14 @@ def _systemd(target: Target, settings: Settings, python: str, env: ScheduleEnv) 
         unit += ["", "[Install]", "WantedBy=default.target"]
         return {f"{name}.service": "\n".join(unit) + "\n"}
     timer = [
-        f"# {name}.timer: one run every {d.interval_s:g} s, counted from the end of the last",
-        "# one, so runs never overlap and missed ones coalesce.",
+        f"# {name}.timer: one run every {d.interval_s:g} s, counted from the start of the last",
+        "# one; a tick while a run is still going starts none (runs never overlap).",
         "[Unit]",
         f"Description=worker run every {d.interval_s:g} s for {ws}",
         "",
         "[Timer]",
         "OnBootSec=2min",
-        f"OnUnitInactiveSec={_seconds(d.interval_s)}",
+        f"OnUnitActiveSec={_seconds(d.interval_s)}",
         "AccuracySec=10s",
         "",
         "[Install]",

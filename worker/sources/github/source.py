@@ -44,6 +44,7 @@ from worker.sources.github.selection import (
     timestamp,
     up_to_max,
 )
+from worker.state.fsutil import replace
 from worker.state.store import Store
 
 _ERROR_LOG_BYTES = 1_000_000  # github.log starts over past this (about 2,500 errors)
@@ -113,7 +114,7 @@ class GitHubSource:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists() and path.stat().st_size > _ERROR_LOG_BYTES:
-                os.replace(path, path.with_name("github.log.1"))
+                replace(path, path.with_name("github.log.1"))
             stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(f"{stamp} {text}\n")
