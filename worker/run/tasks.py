@@ -171,6 +171,7 @@ def _checks(ctx: LoopContext, task: Task, commands: list[str]) -> list[CheckResu
         ctx.cwd,
         ctx.settings.fallback.command_timeout_s,
         ctx.settings.logs / f"run-{ctx.run_id}",
+        settings=ctx.settings,
         own_env=bool(task.ref.get("own_env", True)),
     )
 

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worker.config import Settings
+from worker.errors import WorkerError
 from worker.process.lazyimport import lazy
 
 _proc = lazy("worker.process.proc")  # only to ask an interpreter (a dry run, doctor), never to list
+_programs = lazy("worker.sandbox.programs")  # the same: the box it is asked in
 
 _PYTHON_MARKERS = (
     "pyproject.toml",
@@ -105,9 +107,10 @@ def detect_plan(settings: Settings) -> CheckPlan:
     return CheckPlan("none", [])
 
 
-def probe(commands: list[str], cwd: Path) -> str | None:
+def probe(commands: list[str], settings: Settings) -> str | None:
     """Ask each `PYTHON -m MODULE` check's interpreter whether it has the module, without
-    running it (a dry run's and doctor's look): the set-up problem in words, or None."""
+    running it (a dry run's and doctor's look), in the box the checks run in (the tree's
+    interpreter is the agent's to replace): the set-up problem in words, or None."""
     for command in commands:
         module = _module_of(command)
         posix = sys.platform != "win32"
@@ -115,12 +118,32 @@ def probe(commands: list[str], cwd: Path) -> str | None:
         if module is None or len(words) < 3 or words[1:3] != ["-m", module]:
             continue
         argv = [words[0], "-c", _HAS_MODULE, module]
-        result = _proc.run_process(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S)
-        if result.not_found or result.exit_code == 127:
+        try:
+            where = _programs.place(settings)
+        except WorkerError as exc:
+            return str(exc)
+        with _programs.boxed(where, argv, settings.workspace) as (boxed, env):
+            result = _proc.run_process(
+                boxed, cwd=settings.workspace, timeout_s=_PROBE_TIMEOUT_S, env=env
+            )
+        if result.not_found or result.exit_code == 127 or _unstarted(result.stderr_tail):
             return f"`{words[0]}` cannot be started"
         if result.exit_code == 3:
             return f"`{command}`: this Python has no module {module}; install it there"
     return None
+
+
+def where_words(settings: Settings) -> str:
+    """Where the checks would run, in words (a dry run, `worker doctor`)."""
+    try:
+        return str(_programs.place(settings).words)
+    except WorkerError as exc:
+        return f"nowhere: {exc}"
+
+
+def _unstarted(stderr: str) -> bool:
+    """bubblewrap's word for a program it could not start (its own exit code is 1)."""
+    return stderr.lstrip().startswith("bwrap: execvp")
 
 
 def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: bool) -> str | None:
