@@ -102,6 +102,7 @@ def failure_report(results: list[CheckResult]) -> str:
         if check.ok:
             continue
         how = "timed out" if check.timed_out else f"exit code {check.exit_code}"
+        how += f", {check.where}" if check.where else ""
         parts.append(f"$ {check.command}  ({how})\n{check.output_tail}")
     return "\n\n".join(parts)
 
