@@ -63,4 +63,3 @@ def boxed(
         return
     with where.box.launch(argv, cwd) as (command, env):
         yield command, {**env, **(variables or {})}
-
