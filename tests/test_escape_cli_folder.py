@@ -205,4 +205,3 @@ def test_each_cli_gets_a_folder_of_its_own_with_the_operators_settings(
     assert variables == {variable: str(own / agent)}
     assert (own / inside / config).read_text() == "operator's settings"
     assert not (own / inside / "sessions").exists()
-
