@@ -19,6 +19,11 @@ import pytest
 
 from tests.sandbox_support import SECRET, plant_secret, sandbox_runtime
 from tests.test_sandbox import STATUS, bwrap_works, command_mode
+from worker.agents.infra import missing_binary
+from worker.agents.registry import adapter_for
+from worker.config import load_settings
+from worker.modes import Mode
+from worker.results import AgentRequest
 
 from .conftest import git, needs_posix, run_worker, state_of, write_message
 
@@ -181,3 +186,21 @@ def test_an_agent_executable_the_box_hides_exits_78_and_claims_nothing(
     assert f"cannot be started inside the sandbox ({runtime})" in done.stderr, done.stderr
     assert not (workspace / "ran.txt").exists()
     _nothing_claimed(workspace)
+
+
+@pytest.mark.parametrize("runtime", ["bwrap", "srt"])
+def test_a_program_gone_after_the_preflight_is_not_found_not_an_agent_error(
+    workspace: Path, home: Path, tmp_path: Path, runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The box starts, the agent's program does not (removed since the preflight looked):
+    the result says not found, which the loop turns into an infrastructure failure (exit 78,
+    the task untouched) rather than an iteration the task pays for."""
+    for name, value in boxed_env(runtime, tmp_path).items():
+        monkeypatch.setenv(name, value)
+    gone = tmp_path / "gone" / "agent"
+    mode = Mode(id="plain", model="local", maxIterations=1, agent="command", command=[str(gone)])
+    adapter = adapter_for(load_settings(workspace), mode)
+    request = AgentRequest(prompt="hi", model="local", cwd=workspace, timeout_s=60)
+    result = adapter.run(request)
+    assert result.sandbox == runtime and result.not_found, result.stderr_tail
+    assert str(gone) in missing_binary("command", str(gone)).message

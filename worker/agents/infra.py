@@ -91,7 +91,8 @@ def _hidden_in_box(adapter: SandboxedAdapter, executable: str, request: AgentReq
     runtime that cannot start), in words; None when it can."""
     box = adapter.boxed(request).sandbox
     assert box is not None
-    with box.launch(["/bin/sh", "-c", _FINDS, "sh", executable], request.cwd) as (argv, env):
+    probe = ["/bin/sh", "-c", _FINDS, "sh", executable]
+    with box.launch(probe, request.cwd, create=False) as (argv, env):
         proc = run_process(argv, cwd=request.cwd, timeout_s=_BOX_PROBE_TIMEOUT_S, env=env)
     if proc.exit_code == 0:
         return None

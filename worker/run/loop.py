@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from worker.agents.infra import missing_binary
+from worker.agents.infra import layers, missing_binary
 from worker.agents.registry import adapter_for, permission_args, resumes_sessions
 from worker.config import Settings
 from worker.errors import WorkerError
@@ -523,6 +523,6 @@ def _run_agent(
 
     agent = adapter.run(request, on_event)
     if agent.not_found and agent.infra is None:
-        executable = adapter.command(request)[0]
+        executable = layers(adapter)[-1].command(request)[0]  # the agent's, not the box's
         agent.infra = missing_binary(mode.agent, executable, agent.stderr_tail)
     return agent

@@ -278,18 +278,26 @@ class Sandbox:
 
     @contextlib.contextmanager
     def launch(
-        self, argv: list[str], cwd: Path, variables: Mapping[str, str] | None = None
+        self,
+        argv: list[str],
+        cwd: Path,
+        variables: Mapping[str, str] | None = None,
+        *,
+        create: bool = True,
     ) -> Iterator[tuple[list[str], dict[str, str]]]:
         """The wrapped command and its environment (`variables` on top: the CLI's folder of a
         task of its own is the one the box opens), with a private temporary folder and the
-        runtime's settings file that last as long as the command."""
+        runtime's settings file that last as long as the command (`create`: make the CLI's
+        folder if missing; a look that changes nothing does not)."""
         variables = dict(variables or {})
         folder = Path(tempfile.mkdtemp(prefix="worker-sandbox-"))
         try:
             tmp = folder / "tmp"
             tmp.mkdir()
             env_in = {**os.environ, **variables}
-            policy = policy_for(self.settings, self.agent, cwd, env_in, create=True, tree=self.tree)
+            policy = policy_for(
+                self.settings, self.agent, cwd, env_in, create=create, tree=self.tree
+            )
             policy = Policy(**{**policy.__dict__, "write": [*policy.write, tmp], "tmp": tmp})
             settings_file = folder / "srt-settings.json"
             settings_file.write_text(json.dumps(srt_settings(policy)), encoding="utf-8")

@@ -63,3 +63,12 @@ def boxed(
         return
     with where.box.launch(argv, cwd) as (command, env):
         yield command, {**env, **(variables or {})}
+
+
+def unstarted(exit_code: int | None, stderr: str) -> bool:
+    """The runtime's words for a program it could not start: bubblewrap's own (exit 1), or
+    the shell srt starts it with (exit 127)."""
+    said = stderr.strip()
+    if said.startswith("bwrap: execvp"):
+        return True
+    return exit_code == 127 and said.endswith(("No such file or directory", "command not found"))

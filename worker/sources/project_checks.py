@@ -126,7 +126,11 @@ def probe(commands: list[str], settings: Settings) -> str | None:
             result = _proc.run_process(
                 boxed, cwd=settings.workspace, timeout_s=_PROBE_TIMEOUT_S, env=env
             )
-        if result.not_found or result.exit_code == 127 or _unstarted(result.stderr_tail):
+        if (
+            result.not_found
+            or result.exit_code == 127
+            or _programs.unstarted(result.exit_code, result.stderr_tail)
+        ):
             return f"`{words[0]}` cannot be started"
         if result.exit_code == 3:
             return f"`{command}`: this Python has no module {module}; install it there"
@@ -139,11 +143,6 @@ def where_words(settings: Settings) -> str:
         return str(_programs.place(settings).words)
     except WorkerError as exc:
         return f"nowhere: {exc}"
-
-
-def _unstarted(stderr: str) -> bool:
-    """bubblewrap's word for a program it could not start (its own exit code is 1)."""
-    return stderr.lstrip().startswith("bwrap: execvp")
 
 
 def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: bool) -> str | None:
