@@ -15,10 +15,11 @@ agent left in its folder.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+
+from worker.process.platform.names import portable_name
 
 # The sources whose tasks are text by other people (box.for_task gives them untrusted_mode).
 UNTRUSTED_SOURCES = frozenset({"github"})
@@ -50,8 +51,7 @@ def untrusted(source: str) -> bool:
 
 def folder_for(state: Path, task_id: str) -> Path:
     """The task's own folder of CLI folders (one per agent inside)."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip(".-") or "task"
-    return state / FOLDER / name
+    return state / FOLDER / portable_name(task_id)
 
 
 def shared_folder(agent: str, env: Mapping[str, str]) -> Path | None:
