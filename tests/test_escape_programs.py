@@ -204,3 +204,18 @@ def test_a_program_gone_after_the_preflight_is_not_found_not_an_agent_error(
     result = adapter.run(request)
     assert result.sandbox == runtime and result.not_found, result.stderr_tail
     assert str(gone) in missing_binary("command", str(gone)).message
+
+
+def test_a_check_the_box_refuses_a_write_is_a_set_up_problem_not_a_task(
+    workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    """A Makefile's test writes a cache in the home folder, which the box keeps read-only:
+    a set-up problem in words (what to allow), and no agent is started for it."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "Makefile").write_text("test:\n\tmkdir -p $(HOME)/.cache/tool && echo ok\n")
+    git(workspace, "init", "-q")
+    command_mode(workspace, "echo ran > ran.txt; " + STATUS)
+    done = run_worker(workspace, "run", env=boxed_env("bwrap", tmp_path))
+    assert "writes where the sandbox refuses" in done.stdout + done.stderr, done.stdout
+    assert "[sandbox] allow_write" in done.stdout + done.stderr
+    assert not (workspace / "ran.txt").exists() and not (home / ".cache" / "tool").exists()

@@ -91,7 +91,9 @@ def run_checks(
         result = CheckResult(command, proc.exit_code, output[-5000:], proc.timed_out)
         result.where = where.words
         if not result.ok and not proc.timed_out:
-            result.problem = cannot_run(command, proc.exit_code, output, own_env=own_env)
+            result.problem = cannot_run(
+                command, proc.exit_code, output, own_env=own_env, boxed=where.box is not None
+            )
         results.append(result)
     return results
 

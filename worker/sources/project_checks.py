@@ -145,9 +145,12 @@ def where_words(settings: Settings) -> str:
         return f"nowhere: {exc}"
 
 
-def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: bool) -> str | None:
+def cannot_run(
+    command: str, exit_code: int | None, output: str, *, own_env: bool, boxed: bool = False
+) -> str | None:
     """Why a check that did not pass never really ran (a set-up problem, in words), or None
-    when it ran and failed (a task for the agent)."""
+    when it ran and failed (a task for the agent). `boxed`: it ran in the sandbox, whose
+    refusal of a write (a cache in the home folder) is the operator's to allow."""
     last = _last_line(output)
     if exit_code is None:
         return f"`{command}` could not be started: {last}"
@@ -165,6 +168,12 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
         return f"`{command}` collected no tests"
     # The line that shows it, not the last one: a summary's timing would make each try's
     # words differ, and the same problem must read the same to be told once.
+    refused = _READ_ONLY.search(output) if boxed else None
+    if refused:
+        return (
+            f"`{command}` writes where the sandbox refuses ({_line_at(output, refused.start())}): "
+            "add that folder to [sandbox] allow_write"
+        )
     for pattern, words in _SETUP_OUTPUT:
         found = re.search(pattern, output, re.M)
         if found:
@@ -177,6 +186,7 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
     return None
 
 
+_READ_ONLY = re.compile(r"[Rr]ead-only file system")
 _IMPORT_FAILED = re.compile(r"^E\s+ModuleNotFoundError|^ImportError while importing", re.M)
 _SETUP_OUTPUT: list[tuple[str, str]] = [
     (r"Missing script: \"?test", "package.json has no test script"),
