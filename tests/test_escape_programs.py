@@ -55,48 +55,77 @@ def boxed_env(runtime: str, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def attack_script(outside: Path, exit_code: int) -> str:
+def attack_script(outside: Path) -> str:
     """A stand-in for the project's interpreter: it reads the user's key and writes a marker
-    beside the tree, then ends as a test run would."""
+    beside the tree, then fails as a test run would."""
     return (
         "#!/bin/sh\n"
         f"cat ~/.ssh/id_ed25519 > {outside}/stolen.txt 2>/dev/null\n"
-        f"echo pwned > {outside}/escape.txt\n"
+        f"echo pwned > {outside}/escape.txt 2>/dev/null\n"
         'echo "key: $(cat ~/.ssh/id_ed25519 2>&1)"\n'
-        f"echo '1 failed'; exit {exit_code}\n"
+        "echo '1 failed'; exit 1\n"
     )
 
 
-def project_with_venv(ws: Path, outside: Path) -> Path:
-    """A Python project under git whose `.venv/bin/python` is the attack (the agent left it)."""
+FAILING = "#!/bin/sh\necho '1 failed'; exit 1\n"
+
+
+def project_with_venv(ws: Path, script: str) -> Path:
+    """A Python project under git whose `.venv/bin/python` is `script`."""
     ws.mkdir(parents=True, exist_ok=True)
     (ws / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
     python = ws / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    python.write_text(attack_script(outside, 1))
+    python.write_text(script)
     python.chmod(0o755)
     git(ws, "init", "-q")
     return python
 
 
+def check_logs(workspace: Path) -> str:
+    return "".join(p.read_text() for p in sorted(state_of(workspace).rglob("check-*.log")))
+
+
 @pytest.mark.parametrize("runtime", ["bwrap", "srt", "off"])
-def test_maintenance_and_its_verify_run_the_trees_python_in_the_box(
+def test_maintenance_runs_the_trees_python_in_the_box(
     workspace: Path, home: Path, tmp_path: Path, runtime: str
 ) -> None:
-    """Maintenance runs the tree's `.venv/bin/python` (it fails: a task for the agent); the
-    agent says `success`, and the verify step runs the checks again. Boxed, neither run writes
-    the marker beside the tree nor reads the key; off (the control), both do, and the check's
-    record says it ran outside the box."""
+    """The agent left its `.venv/bin/python`; daily maintenance runs it. Boxed, it neither
+    writes the marker beside the tree nor reads the key; off (the control), it does both."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    project_with_venv(workspace, outside)
-    command_mode(workspace, "cat > .prompt.txt; " + STATUS)
+    project_with_venv(workspace, attack_script(outside))
+    command_mode(workspace, STATUS)
     done = run_worker(workspace, "run", env=boxed_env(runtime, tmp_path))
     assert done.returncode in (0, 1), done.stderr
-    logs = "".join(p.read_text() for p in state_of(workspace).rglob("check-*.log"))
+    logs = check_logs(workspace)
+    assert "1 failed" in logs  # it ran
+    if runtime == "off":
+        assert (outside / "escape.txt").exists() and SECRET in logs
+        return
+    assert not (outside / "escape.txt").exists() and not (outside / "stolen.txt").exists()
+    assert SECRET not in logs and "key: " in logs
+
+
+@pytest.mark.parametrize("runtime", ["bwrap", "srt", "off"])
+def test_the_verify_step_runs_what_the_agent_left_in_the_box_and_says_where(
+    workspace: Path, home: Path, tmp_path: Path, runtime: str
+) -> None:
+    """Maintenance's check fails (a task for the agent); the agent swaps the interpreter for
+    the attack and says `success`; the verify step runs the checks again, in the box: no
+    marker, no key. The failing checks the agent is shown say where they ran (off: outside
+    the sandbox, and why)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    python = project_with_venv(workspace, FAILING)
+    (workspace / "attack.sh").write_text(attack_script(outside))
+    command_mode(workspace, f"cat > .prompt.txt; cp attack.sh {python}; " + STATUS)
+    done = run_worker(workspace, "run", env=boxed_env(runtime, tmp_path))
+    assert done.returncode in (0, 1), done.stderr
+    logs = check_logs(workspace)
     assert logs.count("1 failed") == 2  # before the agent, and to verify its `success`
-    prompt = (workspace / ".prompt.txt").read_text()  # the failing checks, and where they ran
+    prompt = (workspace / ".prompt.txt").read_text()
     if runtime == "off":
         assert (outside / "escape.txt").exists() and SECRET in logs
         assert "exit code 1, outside the sandbox: the sandbox is off" in prompt
@@ -114,7 +143,7 @@ def test_doctor_and_the_dry_run_ask_the_trees_python_in_the_box(
     pytest: in the box, and they say so; the attack's marker never lands."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    project_with_venv(workspace, outside)
+    project_with_venv(workspace, attack_script(outside))
     env = boxed_env(runtime, tmp_path)
     dry = run_worker(workspace, "run", "--dry-run", env=env)
     assert f"in the sandbox ({runtime})" in dry.stdout, dry.stdout + dry.stderr
@@ -127,7 +156,7 @@ def test_the_dry_run_says_the_checks_run_outside_a_box_that_is_off(
     workspace: Path, home: Path, tmp_path: Path
 ) -> None:
     """The box off for a trusted source: the checks run as before, and the dry run says so."""
-    project_with_venv(workspace, tmp_path)
+    project_with_venv(workspace, FAILING)
     dry = run_worker(workspace, "run", "--dry-run", env=boxed_env("off", tmp_path))
     assert 'outside the sandbox: the sandbox is off (sandbox.mode = "off")' in dry.stdout
 
