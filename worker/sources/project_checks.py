@@ -166,14 +166,14 @@ def cannot_run(
         )
     if exit_code == 5 and "no tests ran" in output:  # pytest's exit code 5: none collected
         return f"`{command}` collected no tests"
-    # The line that shows it, not the last one: a summary's timing would make each try's
-    # words differ, and the same problem must read the same to be told once.
     refused = _READ_ONLY.search(output) if boxed else None
     if refused:
         return (
             f"`{command}` writes where the sandbox refuses ({_line_at(output, refused.start())}): "
             "add that folder to [sandbox] allow_write"
         )
+    # The line that shows it, not the last one: a summary's timing would make each try's
+    # words differ, and the same problem must read the same to be told once.
     for pattern, words in _SETUP_OUTPUT:
         found = re.search(pattern, output, re.M)
         if found:
