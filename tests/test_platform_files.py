@@ -101,7 +101,10 @@ def test_maintenance_commands_run_through_the_shell_in_a_folder_with_spaces(
         f"{python} -c \"import os; print('in', ascii(os.path.basename(os.getcwd())))\"",
         f'{python} -c "print(1)" && {python} -c "import sys; sys.exit(3)"',
     ]
-    first, second = run_checks(commands, cwd, timeout_s=120, log_dir=tmp_path / "logs")
+    settings = load_settings(cwd)  # the suite's: the sandbox off
+    first, second = run_checks(
+        commands, cwd, timeout_s=120, log_dir=tmp_path / "logs", settings=settings
+    )
     assert first.ok and f"in {DRIVE[1]!a}" in first.output_tail  # any console encoding
     assert second.exit_code == 3 and "1" in second.output_tail
     assert (tmp_path / "logs" / "check-2.log").read_text(encoding="utf-8").strip() == "1"

@@ -23,8 +23,10 @@ TOKEN = "dashboard-token-0123456789abcdef"
 
 @contextmanager
 def dashboard(
-    ws: Path, token: str | None = TOKEN, name: str = "alice", private: bool | None = None
+    ws: Path, token: str | None = TOKEN, name: str = "alice", private: bool | None = False
 ) -> Iterator[Served]:
+    """The dashboard of `ws`; reading open on loopback unless `private` (None: as `worker
+    dashboard` decides, from what the box lets an agent reach: tests/test_escape_dashboard.py)."""
     with running(load_settings(ws), token=token, name=name, private=private) as served:
         yield served
 

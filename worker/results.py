@@ -37,6 +37,9 @@ class AgentRequest:
     on_start: Callable[[int], None] | None = field(default=None, compare=False)
     # The box the agent runs in (worker/sandbox/box.py), set by the adapter the registry hands out.
     sandbox: Sandbox | None = field(default=None, compare=False)
+    # Variables the agent gets on top of the usual environment: the CLI's own folder for a task
+    # from an untrusted source (worker/sandbox/cli_home.py).
+    env: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass

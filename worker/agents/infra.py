@@ -8,11 +8,13 @@ import os
 import shutil
 from pathlib import Path
 
+from worker.agents.base import AgentAdapter
 from worker.agents.registry import adapter_for
-from worker.agents.sandboxed import sandbox_problem
+from worker.agents.sandboxed import SandboxedAdapter, sandbox_problem
 from worker.config import Settings
 from worker.models import AgentRequest, InfraFailure, InfraKind
 from worker.modes import Mode
+from worker.process.proc import run_process
 
 CLI_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 
@@ -54,19 +56,52 @@ def missing_binary(agent: str, executable: str, detail: str = "") -> InfraFailur
     )
 
 
-def executable_of(settings: Settings, mode: Mode) -> str:
-    request = AgentRequest(prompt="", model=mode.model, cwd=settings.workspace, timeout_s=1.0)
-    adapter = adapter_for(settings, mode)
-    return getattr(adapter, "inner", adapter).command(request)[0]  # the agent's, not srt
+def layers(adapter: AgentAdapter) -> list[AgentAdapter]:
+    """The adapter and those under it (the masking door, the box, the agent's own)."""
+    found = [adapter]
+    while "inner" in vars(found[-1]):  # vars: Masked forwards any other attribute to its inner
+        found.append(vars(found[-1])["inner"])
+    return found
 
 
 def preflight(settings: Settings, mode: Mode) -> InfraFailure | None:
     """The mode's agent can start: the sandbox `[sandbox]` requires is there, and its
-    executable resolves and is executable."""
+    executable resolves and is executable, here and inside the box it will run in."""
     boxless = sandbox_problem(settings)
     if boxless is not None:
         return InfraFailure(InfraKind.MISSING_BINARY, boxless, setting="sandbox.mode")
-    executable = executable_of(settings, mode)
-    if executable_problem(executable) is None:
+    adapter = adapter_for(settings, mode)
+    *outer, own = layers(adapter)
+    executable = own.command(_request(settings, mode))[0]  # the agent's, not the runtime's
+    if executable_problem(executable) is not None:
+        return missing_binary(mode.agent, executable)
+    boxed = next((layer for layer in outer if isinstance(layer, SandboxedAdapter)), None)
+    if boxed is None:
         return None
-    return missing_binary(mode.agent, executable)
+    hidden = _hidden_in_box(boxed, executable, _request(settings, mode))
+    return None if hidden is None else missing_binary(mode.agent, executable, hidden)
+
+
+_FINDS = 'command -v "$1" >/dev/null || { echo "not found in the box: $1" >&2; exit 127; }'
+_BOX_PROBE_TIMEOUT_S = 60.0  # the runtime's start (srt starts its proxies)
+
+
+def _hidden_in_box(adapter: SandboxedAdapter, executable: str, request: AgentRequest) -> str | None:
+    """Why the box the agent runs in cannot start `executable` (a folder it hides, a
+    runtime that cannot start), in words; None when it can."""
+    box = adapter.boxed(request).sandbox
+    assert box is not None
+    probe = ["/bin/sh", "-c", _FINDS, "sh", executable]
+    with box.launch(probe, request.cwd, create=False) as (argv, env):
+        proc = run_process(argv, cwd=request.cwd, timeout_s=_BOX_PROBE_TIMEOUT_S, env=env)
+    if proc.exit_code == 0:
+        return None
+    said = proc.stderr_tail.strip().splitlines()[-1:] or [f"exit {proc.exit_code}"]
+    return (
+        f"{executable} cannot be started inside the sandbox ({box.runtime.name}): {said[0]}; "
+        "put it where the box can read it"
+    )
+
+
+def _request(settings: Settings, mode: Mode) -> AgentRequest:
+    return AgentRequest(prompt="", model=mode.model, cwd=settings.workspace, timeout_s=1.0)

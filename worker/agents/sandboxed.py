@@ -12,6 +12,7 @@ from worker.config import Settings
 from worker.modes import Mode
 from worker.results import AgentRequest, AgentResult
 from worker.sandbox.box import Sandbox, find_runtime
+from worker.sandbox.programs import unstarted
 from worker.sandbox.report import refusals
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class SandboxedAdapter:
     def run(self, request: AgentRequest, on_event: EventHandler | None = None) -> AgentResult:
         result = self.inner.run(self.boxed(request), on_event)
         result.sandbox = self.box.runtime.name
+        # The box started, the agent's program did not (gone since the preflight looked).
+        result.not_found = result.not_found or unstarted(result.exit_code, result.stderr_tail)
         result.sandbox_refusals = refusals(result.events)
         return result
 

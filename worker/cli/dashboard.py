@@ -63,6 +63,8 @@ def _ready(served: Served) -> None:
     ui.line(f"dashboard on {served.url} (Ctrl-C stops it); actions as {served.auth.actor}")
     if served.auth.generated:  # shown here once, to the operator: never logged or stored
         ui.line(f"log in at {served.url}/login with this token: {served.auth.token}")
+    if served.private:
+        ui.line(f"reading needs a login too: {served.private}")
     sys.stdout.flush()  # seen now, not when the server stops (stdout may be a pipe)
 
 

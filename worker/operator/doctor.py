@@ -33,7 +33,7 @@ from worker.sandbox import report as sandbox_report
 from worker.sources.fallback import load_problem, policy
 from worker.sources.github.client import GitHubClient, make_client
 from worker.sources.github.http import TOKEN_VARIABLES, GitHubError, token_from_env
-from worker.sources.project_checks import detect_plan, probe
+from worker.sources.project_checks import detect_plan, probe, where_words
 from worker.state import statedir
 
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
@@ -340,8 +340,9 @@ def check_maintenance(context: Context) -> Iterable[Finding]:
         )
         return
     commands = "; ".join(plan.commands)
-    yield Finding("maintenance", Status.OK, f"runs `{commands}` in {plan.environment}")
-    problem = plan.problem or probe(plan.commands, settings.workspace)
+    where = where_words(settings)
+    yield Finding("maintenance", Status.OK, f"runs `{commands}` in {plan.environment}, {where}")
+    problem = plan.problem or probe(plan.commands, settings)
     if problem:
         yield Finding(
             "maintenance",

@@ -56,7 +56,7 @@ def verify_checks(
     if status.status != "success" or not checks:
         return status, None
     timeout = settings.fallback.command_timeout_s
-    failing = [c for c in run_checks(checks, cwd, timeout, log_dir) if not c.ok]
+    failing = [c for c in run_checks(checks, cwd, timeout, log_dir, settings=settings) if not c.ok]
     if not failing:
         return status, None
     reason = "the agent said success but checks still fail"

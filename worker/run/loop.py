@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from worker.agents.infra import missing_binary
+from worker.agents.infra import layers, missing_binary
 from worker.agents.registry import adapter_for, permission_args, resumes_sessions
 from worker.config import Settings
 from worker.errors import WorkerError
@@ -43,6 +44,7 @@ from worker.run.iteration import (
     verify_checks,
 )
 from worker.run.prompt import PromptParts, build_prompt
+from worker.sandbox import cli_home
 from worker.state.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
 from worker.waits.saving import WaitPoint, save_agent_wait, save_usage_wait
@@ -112,6 +114,8 @@ class LoopContext:
     on_agent_start: Callable[[int], None] = lambda pid: None
     checks: list[str] = field(default_factory=list)  # verify: commands that must pass
     checks_report: str = ""
+    # The task's own CLI folders (a task from an untrusted source); None: the shared ones.
+    cli_folder: Path | None = None
 
 
 def run_task(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
@@ -279,6 +283,7 @@ class _TaskRun:
             stop=ctx.stop_event,
             on_start=ctx.on_agent_start,
             max_budget_usd=budget_left(mode, task_cost_cap(settings, mode), self.result.cost_usd),
+            env=cli_home.prepare(mode.agent, ctx.cli_folder, os.environ) if ctx.cli_folder else {},
         )
         return request, f"{mode.id} ({self.model}) iteration {self.iteration}/{self.limit}"
 
@@ -518,6 +523,6 @@ def _run_agent(
 
     agent = adapter.run(request, on_event)
     if agent.not_found and agent.infra is None:
-        executable = adapter.command(request)[0]
+        executable = layers(adapter)[-1].command(request)[0]  # the agent's, not the box's
         agent.infra = missing_binary(mode.agent, executable, agent.stderr_tail)
     return agent

@@ -23,7 +23,7 @@ from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.process.locking import workspace_lock
 from worker.sources.base import TaskSource
 from worker.sources.fallback import LAST_RUN_KEY, SETUP_PROBLEM
-from worker.sources.project_checks import probe
+from worker.sources.project_checks import probe, where_words
 from worker.sources.registry import build_sources
 from worker.state.diagnostics import run_diagnostics
 from worker.state.folders import make_folders
@@ -130,8 +130,8 @@ def _maintenance_preview(settings: Settings, ref: dict[str, Any]) -> tuple[str, 
     interpreter is asked whether it has the module it would run)."""
     where = ref.get("environment") or "the workspace"
     commands = list(ref.get("commands", []))
-    reason = f"would run in {where}: " + "; ".join(commands)
-    problem = ref.get("problem") or probe(commands, settings.workspace)
+    reason = f"would run in {where}, {where_words(settings)}: " + "; ".join(commands)
+    problem = ref.get("problem") or probe(commands, settings)
     if not problem:
         return reason, []
     return reason, [f"the checks cannot run: {problem}; no agent would start (a set-up problem)"]

@@ -19,6 +19,8 @@ from worker.run.guard import WorkspaceGuard
 from worker.run.infra import ANSWER_KEY, HITS_KEY
 from worker.run.loop import LoopContext, StartPoint, run_task
 from worker.sandbox.box import for_task
+from worker.sandbox.cli_home import folder_for as cli_folder_for
+from worker.sandbox.cli_home import untrusted
 from worker.sources.base import TaskSource
 from worker.sources.fallback import (
     SETUP_PROBLEM,
@@ -79,6 +81,7 @@ def execute(
         section_changes=chosen.changes,
         renew=(lambda: source.renew(task)) if source is not None else (lambda: None),
         on_agent_start=lambda pid: store.note_agent(task.id, pid, start_time(pid)),
+        cli_folder=cli_folder_for(settings.state, task.id) if untrusted(task.source) else None,
     )
     ctx.progress = Tracker(store, run_id, task, options.progress)  # heartbeat for `status`
     watcher = StopWatcher(settings, task, stop)  # obeys stop/pause orders while it runs
@@ -175,6 +178,7 @@ def _checks(ctx: LoopContext, task: Task, commands: list[str]) -> list[CheckResu
         ctx.cwd,
         ctx.settings.fallback.command_timeout_s,
         ctx.settings.logs / f"run-{ctx.run_id}",
+        settings=ctx.settings,
         own_env=bool(task.ref.get("own_env", True)),
     )
 

@@ -277,18 +277,31 @@ class Sandbox:
         return [self.runtime.path, *bwrap_args(policy, cwd), "--", *argv]
 
     @contextlib.contextmanager
-    def launch(self, argv: list[str], cwd: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
-        """The wrapped command and its environment, with a private temporary folder and the
-        runtime's settings file that last as long as the command."""
+    def launch(
+        self,
+        argv: list[str],
+        cwd: Path,
+        variables: Mapping[str, str] | None = None,
+        *,
+        create: bool = True,
+    ) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """The wrapped command and its environment (`variables` on top: the CLI's folder of a
+        task of its own is the one the box opens), with a private temporary folder and the
+        runtime's settings file that last as long as the command (`create`: make the CLI's
+        folder if missing; a look that changes nothing does not)."""
+        variables = dict(variables or {})
         folder = Path(tempfile.mkdtemp(prefix="worker-sandbox-"))
         try:
             tmp = folder / "tmp"
             tmp.mkdir()
-            policy = policy_for(self.settings, self.agent, cwd, create=True, tree=self.tree)
+            env_in = {**os.environ, **variables}
+            policy = policy_for(
+                self.settings, self.agent, cwd, env_in, create=create, tree=self.tree
+            )
             policy = Policy(**{**policy.__dict__, "write": [*policy.write, tmp], "tmp": tmp})
             settings_file = folder / "srt-settings.json"
             settings_file.write_text(json.dumps(srt_settings(policy)), encoding="utf-8")
-            env = {**child_env(), "TMPDIR": str(tmp), "CLAUDE_CODE_TMPDIR": str(tmp)}
+            env = {**child_env(), **variables, "TMPDIR": str(tmp), "CLAUDE_CODE_TMPDIR": str(tmp)}
             yield self._wrap(argv, cwd, policy, str(settings_file)), env
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -341,7 +354,7 @@ def launch(
     """The command that starts the agent: `argv` in the request's sandbox, if it has one (the
     environment None: the chokepoint's own)."""
     if request.sandbox is None:
-        yield argv, None
+        yield argv, {**child_env(), **request.env} if request.env else None
         return
-    with request.sandbox.launch(argv, request.cwd) as (wrapped, env):
+    with request.sandbox.launch(argv, request.cwd, request.env) as (wrapped, env):
         yield wrapped, env

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from worker.results import TaskResult
 
 sqlite3 = lazy("sqlite3")  # only to read a remembered set-up problem without a store
+_programs = lazy("worker.sandbox.programs")  # only when the checks run
 
 LAST_RUN_KEY = "fallback.last_run"
 SETUP_KEY = "fallback.setup_problem"  # the remembered set-up problem (JSON), "" when none
@@ -44,6 +45,7 @@ class CheckResult:
     output_tail: str
     timed_out: bool = False
     problem: str | None = None  # it never really ran: a set-up problem, in words
+    where: str = ""  # in the sandbox, or outside it and why (worker/sandbox/programs.py)
 
     @property
     def ok(self) -> bool:
@@ -94,30 +96,38 @@ def run_checks(
     timeout_s: float,
     log_dir: Path | None,
     *,
+    settings: Settings,
     own_env: bool = True,
 ) -> list[CheckResult]:
-    """Run each command through the shell, its output (stdout and stderr, in order) in
-    `check-<K>.log`; a check that could not run carries its set-up problem."""
+    """Run each command through the shell, in the box the task's `settings` choose (the
+    project's programs are as untrusted as the agent that may have written them), its output
+    (stdout and stderr, in order) in `check-<K>.log`; a check that could not run carries its
+    set-up problem."""
     # The process layer only when the checks run, not for each run that lists the task.
-    from worker.process.proc import child_env, run_process
+    from worker.process.proc import run_process
 
+    where = _programs.place(settings)
     results = []
     for number, command in enumerate(commands, start=1):
-        argv, variables = shell_command(command)  # /bin/sh, or cmd.exe on Windows
+        shell, variables = shell_command(command)  # /bin/sh, or cmd.exe on Windows
         log_path = log_dir / f"check-{number}.log" if log_dir else None
-        proc = run_process(
-            argv,
-            cwd=cwd,
-            timeout_s=timeout_s,
-            env={**child_env(), **variables},
-            log_path=log_path,
-            cap_bytes=200_000,
-            merge_stderr=True,  # the log holds what a person would have seen, in order
-        )
+        with _programs.boxed(where, shell, cwd, variables) as (argv, env):
+            proc = run_process(
+                argv,
+                cwd=cwd,
+                timeout_s=timeout_s,
+                env=env,
+                log_path=log_path,
+                cap_bytes=200_000,
+                merge_stderr=True,  # the log holds what a person would have seen, in order
+            )
         output = (proc.stdout + proc.stderr_tail).strip()
         result = CheckResult(command, proc.exit_code, output[-5000:], proc.timed_out)
+        result.where = where.words
         if not result.ok and not proc.timed_out:
-            result.problem = cannot_run(command, proc.exit_code, output, own_env=own_env)
+            result.problem = cannot_run(
+                command, proc.exit_code, output, own_env=own_env, boxed=where.box is not None
+            )
         results.append(result)
     return results
 
@@ -128,6 +138,7 @@ def failure_report(results: list[CheckResult]) -> str:
         if check.ok:
             continue
         how = "timed out" if check.timed_out else f"exit code {check.exit_code}"
+        how += f", {check.where}" if check.where else ""
         parts.append(f"$ {check.command}  ({how})\n{check.output_tail}")
     return "\n\n".join(parts)
 

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worker.config import Settings
+from worker.errors import WorkerError
 from worker.process.lazyimport import lazy
 
 _proc = lazy("worker.process.proc")  # only to ask an interpreter (a dry run, doctor), never to list
+_programs = lazy("worker.sandbox.programs")  # the same: the box it is asked in
 
 _PYTHON_MARKERS = (
     "pyproject.toml",
@@ -105,9 +107,10 @@ def detect_plan(settings: Settings) -> CheckPlan:
     return CheckPlan("none", [])
 
 
-def probe(commands: list[str], cwd: Path) -> str | None:
+def probe(commands: list[str], settings: Settings) -> str | None:
     """Ask each `PYTHON -m MODULE` check's interpreter whether it has the module, without
-    running it (a dry run's and doctor's look): the set-up problem in words, or None."""
+    running it (a dry run's and doctor's look), in the box the checks run in (the tree's
+    interpreter is the agent's to replace): the set-up problem in words, or None."""
     for command in commands:
         module = _module_of(command)
         posix = sys.platform != "win32"
@@ -115,17 +118,39 @@ def probe(commands: list[str], cwd: Path) -> str | None:
         if module is None or len(words) < 3 or words[1:3] != ["-m", module]:
             continue
         argv = [words[0], "-c", _HAS_MODULE, module]
-        result = _proc.run_process(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S)
-        if result.not_found or result.exit_code == 127:
+        try:
+            where = _programs.place(settings)
+        except WorkerError as exc:
+            return str(exc)
+        with _programs.boxed(where, argv, settings.workspace) as (boxed, env):
+            result = _proc.run_process(
+                boxed, cwd=settings.workspace, timeout_s=_PROBE_TIMEOUT_S, env=env
+            )
+        if (
+            result.not_found
+            or result.exit_code == 127
+            or _programs.unstarted(result.exit_code, result.stderr_tail)
+        ):
             return f"`{words[0]}` cannot be started"
         if result.exit_code == 3:
             return f"`{command}`: this Python has no module {module}; install it there"
     return None
 
 
-def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: bool) -> str | None:
+def where_words(settings: Settings) -> str:
+    """Where the checks would run, in words (a dry run, `worker doctor`)."""
+    try:
+        return str(_programs.place(settings).words)
+    except WorkerError as exc:
+        return f"nowhere: {exc}"
+
+
+def cannot_run(
+    command: str, exit_code: int | None, output: str, *, own_env: bool, boxed: bool = False
+) -> str | None:
     """Why a check that did not pass never really ran (a set-up problem, in words), or None
-    when it ran and failed (a task for the agent)."""
+    when it ran and failed (a task for the agent). `boxed`: it ran in the sandbox, whose
+    refusal of a write (a cache in the home folder) is the operator's to allow."""
     last = _last_line(output)
     if exit_code is None:
         return f"`{command}` could not be started: {last}"
@@ -141,6 +166,12 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
         )
     if exit_code == 5 and "no tests ran" in output:  # pytest's exit code 5: none collected
         return f"`{command}` collected no tests"
+    refused = _READ_ONLY.search(output) if boxed else None
+    if refused:
+        return (
+            f"`{command}` writes where the sandbox refuses ({_line_at(output, refused.start())}): "
+            "add that folder to [sandbox] allow_write"
+        )
     # The line that shows it, not the last one: a summary's timing would make each try's
     # words differ, and the same problem must read the same to be told once.
     for pattern, words in _SETUP_OUTPUT:
@@ -155,6 +186,7 @@ def cannot_run(command: str, exit_code: int | None, output: str, *, own_env: boo
     return None
 
 
+_READ_ONLY = re.compile(r"[Rr]ead-only file system")
 _IMPORT_FAILED = re.compile(r"^E\s+ModuleNotFoundError|^ImportError while importing", re.M)
 _SETUP_OUTPUT: list[tuple[str, str]] = [
     (r"Missing script: \"?test", "package.json has no test script"),

@@ -1,10 +1,11 @@
 """Who may act through the dashboard: one operator's token, sessions kept in memory, a CSRF
 token per session, and the Host names a request may carry.
 
-Reading is allowed to whoever can reach the server (loopback by default); every action needs a
-session opened with the token (or the token itself as a bearer, for scripts) and, from a
-browser, the session's CSRF token. The agent runs on the same machine and can reach loopback:
-it has no token, so it cannot approve its own wait.
+Reading is allowed to whoever can reach the server on loopback where no agent's box can reach
+it (worker/web/server.py; else reading needs a login too); every action needs a session opened
+with the token (or the token itself as a bearer, for scripts) and, from a browser, the session's
+CSRF token. The agent runs on the same machine and may reach loopback: it has no token, so it
+cannot approve its own wait nor read a run.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import uvicorn
 
 from worker.config import Settings
 from worker.errors import UsageError
+from worker.sandbox.reach import loopback_reachable
 from worker.web.app import create_app
 from worker.web.auth import Auth, allowed_hosts, is_loopback, make_auth
 
@@ -54,6 +55,7 @@ class Served:
     url: str
     auth: Auth
     server: uvicorn.Server
+    private: str | None = None  # why reading needs a login too; None: open on loopback
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -82,12 +84,14 @@ def prepare(
     private: bool | None = None,
 ) -> tuple[Served, socket.socket]:
     """The server and its bound socket; UsageError for an address refused without a token.
-    Served beyond loopback, reading needs a login too (`private`; the tests may set it)."""
+    Reading needs a login too (`private`; the tests may set it) served beyond loopback, or on
+    loopback where an agent could reach it: the agent has no token, so it reads no run."""
     auth = make_auth(host, token, name)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    private = not is_loopback(host) if private is None else private
+    why = _reads_need_login(settings, host) if private is None else None
+    private = why is not None if private is None else private
     app = create_app(settings, auth, allowed_hosts(host, bound), private=private)
     config = uvicorn.Config(
         app,
@@ -97,7 +101,16 @@ def prepare(
         timeout_graceful_shutdown=5,  # a request still running then is cut
     )
     server = _Server(config, app.state.dashboard.live.close)
-    return Served(f"http://{shown}:{bound}", auth, server), sock
+    return Served(f"http://{shown}:{bound}", auth, server, why), sock
+
+
+def _reads_need_login(settings: Settings, host: str) -> str | None:
+    """Why reading the dashboard needs a login: served beyond loopback, or within an agent's
+    reach (bubblewrap alone, no box, a local host allowed); None: no agent reaches it."""
+    if not is_loopback(host):
+        return f"it is served on {host}"
+    reachable = loopback_reachable(settings)
+    return None if reachable is None else f"an agent can reach loopback: {reachable}"
 
 
 def serve(
