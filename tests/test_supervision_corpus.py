@@ -186,17 +186,20 @@ def test_the_bench_prints_both_sets_figures_as_json() -> None:
 
 
 def test_inspect_reads_openhands_and_swe_agent_trajectories(tmp_path: Path) -> None:
-    """`worker inspect` on each trajectory format: recognised, its tool calls counted."""
-    for name, fmt in (
-        ("openhands-mswe-ponylang-ponyc-4588.jsonl", "openhands"),
-        ("openhands-resolver-issue-1.jsonl", "openhands"),
-        ("swe-pydicom-1458.traj", "sweagent"),
-        ("mini-django-django-12125.traj.json", "sweagent"),
+    """`worker inspect` on each trajectory format: recognised, its tool calls counted; the
+    healthy ones run to their end, and the OpenHands resolver run whose edits of `App.tsx`
+    fail eight times in a row (relabelled stuck in issue 41) is stopped."""
+    for name, fmt, stopped in (
+        ("openhands-mswe-ponylang-ponyc-4588.jsonl", "openhands", False),
+        ("openhands-resolver-issue-1.jsonl", "openhands", True),
+        ("swe-pydicom-1458.traj", "sweagent", False),
+        ("mini-django-django-12125.traj.json", "sweagent", False),
     ):
         result = runner.invoke(app, ["inspect", str(CORPUS / name), "-w", str(tmp_path), "--json"])
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
-        assert data["format"] == fmt and data["tool_calls"] > 3 and data["stop"] is None
+        assert data["format"] == fmt and data["tool_calls"] > 3
+        assert (data["stop"] is not None) is stopped, data["stop"]
 
 
 def test_inspect_finds_the_codex_401_sessions_and_where_to_stop(tmp_path: Path) -> None:
