@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.models import AgentEvent, EventKind
+from worker.models import AgentEvent
 from worker.supervision.anomaly import Anomaly
 from worker.supervision.detectors import StreamDetectors
 from worker.supervision.edits import edit_target
@@ -200,7 +200,11 @@ def test_a_failure_told_from_the_text_counts_for_every_detector() -> None:
         ("str_replace_editor", {"command": "str_replace", "path": "/w/a.py"}, "/w/a.py"),
         ("str_replace_editor", {"command": "view", "path": "/w/a.py"}, None),
         ("str_replace_editor", {"command": "str_replace_editor insert /w/a.py 3"}, "/w/a.py"),
-        ("run_ipython", {"code": "edit_file_by_replace(\n'/w/App.tsx',\nto_replace='a')"}, "/w/App.tsx"),
+        (
+            "run_ipython",
+            {"code": "edit_file_by_replace(\n'/w/App.tsx',\nto_replace='a')"},
+            "/w/App.tsx",
+        ),
         ("bash", {"command": "sed -i 's/a;b/c/' src/x.py"}, "src/x.py"),
         ("bash", {"command": "sed -n '1,5p' src/x.py"}, None),
         ("Read", {"file_path": "/w/a.py"}, None),
@@ -217,7 +221,9 @@ def test_swe_agents_windowed_edit_edits_the_file_it_opened() -> None:
     stream.tool("open", {"command": "open src/parser.py"}, output="[File: src/parser.py]")
     syntax = "Your proposed edit has introduced new syntax error(s). Please read this error."
     for n in range(4):
-        stream.tool("edit", {"command": f"edit {n + 1}:{n + 2}\nx = ({n}\nend_of_edit"}, output=syntax)
+        stream.tool(
+            "edit", {"command": f"edit {n + 1}:{n + 2}\nx = ({n}\nend_of_edit"}, output=syntax
+        )
     found = [a for a in replay(stream.events) if a.kind == "edit_failure"]
     assert [(a.key, a.count) for a in found] == [("src/parser.py", 4)]
 

@@ -45,7 +45,15 @@ _EDITORS = frozenset(
 # Tools that view or edit, by their `command` argument (OpenHands, SWE-agent, Anthropic's).
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 _EDIT_COMMANDS = frozenset({"str_replace", "insert", "create", "undo_edit", "edit", "write"})
-_PATH_KEYS = ("file_path", "path", "filePath", "absolute_path", "notebook_path", "file", "target_file")
+_PATH_KEYS = (
+    "file_path",
+    "path",
+    "filePath",
+    "absolute_path",
+    "notebook_path",
+    "file",
+    "target_file",
+)
 _SHELLS = ("command", "cmd", "code", "script")
 # OpenHands' agentskills called from its IPython tool, and a shell's in-place sed.
 _SKILL = re.compile(

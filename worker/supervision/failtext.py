@@ -34,22 +34,29 @@ from functools import lru_cache
 
 # (the well-known wording, the message it is named by: the failure's signature).
 _MESSAGES = (
-    (r"no replacement (?:was )?performed[,.]? old_str\b.*?did not appear verbatim", "old_str "
-     "did not appear verbatim"),
+    (
+        r"no replacement (?:was )?performed[,.]? old_str\b.*?did not appear verbatim",
+        "old_str did not appear verbatim",
+    ),
     (r"no replacement (?:was )?performed\. multiple occurrences", "old_str is not unique"),
-    (r"parameter `?(?:old|new)_str`? is (?:required|empty) for command", "edit parameter "
-     "missing"),
+    (r"parameter `?(?:old|new)_str`? is (?:required|empty) for command", "edit parameter missing"),
     (r"\[?no exact match found in .* for\b", "No exact match found"),
-    (r"\[?your proposed edit has introduced new syntax error", "proposed edit has introduced "
-     "new syntax errors"),
+    (
+        r"\[?your proposed edit has introduced new syntax error",
+        "proposed edit has introduced new syntax errors",
+    ),
     (r"string to replace not found in file", "String to replace not found in file"),
-    (r"found \d+ matches of the string to replace, but replace_all is false", "String to "
-     "replace is not unique"),
+    (
+        r"found \d+ matches of the string to replace, but replace_all is false",
+        "String to replace is not unique",
+    ),
     (r"file has not been read yet\. read it first", "File has not been read yet"),
     (r"file has been modified since read", "File has been modified since read"),
     (r"(?:error executing tool \w+: )?(?:error: )?failed to edit[,.]", "Failed to edit"),
-    (r"(?:apply_patch verification failed: )?failed to find expected lines", "Failed to find "
-     "expected lines"),
+    (
+        r"(?:apply_patch verification failed: )?failed to find expected lines",
+        "Failed to find expected lines",
+    ),
     (r"apply_patch verification failed", "apply_patch verification failed"),
     (r"no sufficiently similar match found", "No sufficiently similar match found"),
 )
@@ -63,9 +70,7 @@ _SHELL = re.compile(
     r"directory|can't cd to)|\S+: command not found$)"
 )
 # A tool's banner before its message: "ERROR:", "OBSERVATION:", "<tool_use_error>", "[".
-_BANNER = re.compile(
-    r"(?i)^\s*(?:<tool_use_error>|observation:|error:|tool error:|\[|\s)*\s*"
-)
+_BANNER = re.compile(r"(?i)^\s*(?:<tool_use_error>|observation:|error:|tool error:|\[|\s)*\s*")
 _FIRST_LINES = 3
 _HEAD = 600  # characters read: the message is at the top
 
