@@ -104,6 +104,10 @@ def _path(args: dict[str, Any]) -> str | None:
 @lru_cache(maxsize=512)
 def _command_target(command: str, opened: str) -> str | None:
     """The file a shell command or a SWE-agent action edits."""
+    if not ("sed" in command or "_file" in command or "_at_line" in command) and (
+        command.lstrip()[:4] not in ("str_", "file", "edit")
+    ):
+        return None  # most commands, told by substring checks
     words = command.split(None, 3)
     first = words[0] if words else ""
     if first in _EDITOR_TOOLS and len(words) > 2 and words[1] in _EDIT_COMMANDS:
