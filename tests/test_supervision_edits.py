@@ -129,13 +129,13 @@ def test_the_thresholds_are_configurable() -> None:
         (
             "ERROR:\nNo replacement was performed, old_str `x = 1` did not appear verbatim in "
             "/workspace/a.py.",
-            "old_str did not appear verbatim",
+            "No replacement was performed, old_str did not appear verbatim",
         ),
-        ("ERROR:\nParameter `old_str` is required for command: str_replace.", "edit parameter"),
+        ("ERROR:\nParameter `old_str` is required for command: str_replace.", "is required"),
         (
             "[Your proposed edit has introduced new syntax error(s). Please understand the "
             "errors and retry your edit command.]\nERRORS:\n/w/App.tsx:3:1: E999",
-            "proposed edit has introduced new syntax errors",
+            "Your proposed edit has introduced new syntax error(s)",
         ),
         ("[No exact match found in /w/App.tsx for\n```\nfoo\n```\n]", "No exact match found"),
         (NOT_FOUND.format("def f():"), "String to replace not found in file"),
@@ -178,7 +178,9 @@ def test_a_failure_told_from_the_text_counts_for_every_detector() -> None:
     found = [a for event in stream.events for a in detectors.observe(event)]
     assert detectors.tool_failures == 4
     repeated = [a for a in found if a.kind == "repeated_error"]
-    assert repeated and repeated[-1].key == "str_replace_editor old_str did not appear verbatim"
+    assert repeated and repeated[-1].key == (
+        "str_replace_editor No replacement was performed, old_str did not appear verbatim"
+    )
     assert edits(found) == [("warn", 4)]
     stream = Stream()
     for _ in range(3):

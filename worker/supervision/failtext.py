@@ -32,23 +32,28 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# (the well-known wording, the message it is named by: the failure's signature).
+# (the well-known wording, the message it is named by: the failure's signature, the tool's own
+# words without the arguments it quotes back).
 _MESSAGES = (
     (
         r"no replacement (?:was )?performed[,.]? old_str\b.*?did not appear verbatim",
-        "old_str did not appear verbatim",
+        "No replacement was performed, old_str did not appear verbatim",
     ),
-    (r"no replacement (?:was )?performed\. multiple occurrences", "old_str is not unique"),
-    (r"parameter `?(?:old|new)_str`? is (?:required|empty) for command", "edit parameter missing"),
+    (
+        r"no replacement (?:was )?performed\. multiple occurrences",
+        "No replacement was performed. Multiple occurrences of old_str",
+    ),
+    (r"parameter `?old_str`? is (?:required|empty) for command", "Parameter old_str is required"),
+    (r"parameter `?new_str`? is (?:required|empty) for command", "Parameter new_str is required"),
     (r"\[?no exact match found in .* for\b", "No exact match found"),
     (
         r"\[?your proposed edit has introduced new syntax error",
-        "proposed edit has introduced new syntax errors",
+        "Your proposed edit has introduced new syntax error(s)",
     ),
     (r"string to replace not found in file", "String to replace not found in file"),
     (
         r"found \d+ matches of the string to replace, but replace_all is false",
-        "String to replace is not unique",
+        "Found several matches of the string to replace, but replace_all is false",
     ),
     (r"file has not been read yet\. read it first", "File has not been read yet"),
     (r"file has been modified since read", "File has been modified since read"),
