@@ -28,7 +28,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "transcripts" / "corpus"
 REPO = Path(__file__).resolve().parents[1]
 LICENCES = {
     "MIT": ("LICENSE-SWE-agent.txt", "LICENSE-mini-swe-agent.txt", "LICENSE-OpenHands.txt"),
-    "Unlicense": ("LICENSE-hive-mind.txt", "LICENSE-agent.txt"),
+    "Unlicense": ("LICENSE-hive-mind.txt", "LICENSE-agent.txt", "LICENSE-formal-ai.txt"),
 }
 INDEX = load_index(CORPUS)
 FIGURES = json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))
