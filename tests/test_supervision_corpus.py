@@ -97,6 +97,7 @@ def test_on_the_tuning_set_stuck_runs_are_caught_on_time_and_healthy_runs_left_a
     tune = by_split([score(CORPUS, entry) for entry in INDEX])["tune"]
     assert tune["stuck"] >= 1 and tune["healthy"] >= 30
     assert tune["recall_on_time"] is not None and tune["recall_on_time"] >= 0.9
+    assert tune["flagged_on_time"] >= 0.9, tune["flag_delays"]  # issue 41: within 3 events
     assert tune["false_alarms"] == 0, tune["false_alarm_files"]
     assert 0 < tune["saved_turns"] <= tune["wasted_turns"]
 
@@ -179,10 +180,18 @@ def test_the_bench_prints_both_sets_figures_as_json() -> None:
     data = json.loads(result.stdout)
     assert data["transcripts"] == len(INDEX)
     for split in SPLITS:
-        for key in ("recall", "recall_on_time", "false_alarms", "saved_turns", "saved_usd"):
+        for key in (
+            "recall",
+            "recall_on_time",
+            "flagged_on_time",
+            "false_alarms",
+            "saved_turns",
+            "saved_usd",
+        ):
             assert key in data[split]
         assert data[split]["false_alarms"] == FIGURES[split]["false_alarms"]
     assert data["tune"]["transcripts"] + data["holdout"]["transcripts"] == len(INDEX)
+    assert data["written_edits"]["flagged_on_time"] == 1.0  # tests/fixtures/transcripts_edits
 
 
 def test_inspect_reads_openhands_and_swe_agent_trajectories(tmp_path: Path) -> None:
