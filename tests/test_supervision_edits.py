@@ -18,7 +18,7 @@ import pytest
 from worker.models import AgentEvent
 from worker.supervision.anomaly import Anomaly
 from worker.supervision.detectors import StreamDetectors
-from worker.supervision.edits import edit_target
+from worker.supervision.edits import edit_target, is_check
 from worker.supervision.failtext import text_failure
 from worker.supervision.scoring import FLAG_WITHIN, load_index, score
 from worker.supervision.steering import message
@@ -191,6 +191,22 @@ def test_a_failure_told_from_the_text_counts_for_every_detector() -> None:
         )
     kinds = {a.kind for a in replay(stream.events)}
     assert "repeated_error" in kinds
+
+
+@pytest.mark.parametrize(
+    ("command", "check"),
+    [
+        ("pytest -q", True),
+        ("cd /w && npm run test", True),
+        ("CI=1 uv run pytest tests/", True),
+        ("cargo build --release 2>&1 | tail", True),
+        ("grep -rn pytest .", False),
+        ("cat Makefile", False),
+        ("echo done", False),
+    ],
+)
+def test_a_check_is_a_test_build_or_lint_run_as_a_command(command: str, check: bool) -> None:
+    assert is_check({"command": command}) is check
 
 
 @pytest.mark.parametrize(

@@ -64,12 +64,15 @@ _SED = re.compile(r"^\s*sed\s+(?:-[a-zA-Z]*\s+)*-[a-zA-Z]*i\b[^\n;&|]*?\s([\w./~
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # a sed script, whatever it holds
 # SWE-agent's commands: `edit 12:14` edits the file `open` or `create` last named.
 _OPENS = frozenset({"open", "create"})
-# A check whose passing says the edits are in: tests, a build, a type checker or linter.
+# A check whose passing says the edits are in: tests, a build, a type checker or linter, run
+# as a command (first, or after `;`, `&&`, `|`, `(`, an environment or a runner such as
+# `uv run`), not named as an argument (`grep -r pytest .`).
 _CHECK = re.compile(
-    r"(?i)(?:^|[;&|(]\s*|\s)(?:pytest|py\.test|tox|nox|jest|vitest|mocha|tsc|mypy|pyright|ruff"
-    r"|flake8|pylint|eslint|cargo\s+(?:test|build|check|clippy)|go\s+(?:test|build|vet)"
-    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|typecheck|check)|make\b|gradle"
-    r"|mvn|dotnet\s+(?:test|build)|python3?\s+-m\s+(?:pytest|unittest|mypy))\b"
+    r"(?i)(?:^|[;&|(]|\n)\s*(?:\w+=\S*\s+)*(?:(?:uv|poetry|pipenv|pdm|hatch)\s+run\s+|npx\s+"
+    r"|bunx\s+|timeout\s+\d+\s+)?(?:pytest|py\.test|tox|nox|jest|vitest|mocha|tsc|mypy|pyright"
+    r"|ruff|flake8|pylint|eslint|cargo\s+(?:test|build|check|clippy)|go\s+(?:test|build|vet)"
+    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|typecheck|check)|make|gradle\w*"
+    r"|\./gradlew|mvn|dotnet\s+(?:test|build)|python3?\s+-m\s+(?:pytest|unittest|mypy))\b"
 )
 _MOST = 64  # files with a streak kept at once: the oldest goes first
 
