@@ -28,7 +28,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "transcripts" / "corpus"
 REPO = Path(__file__).resolve().parents[1]
 LICENCES = {
     "MIT": ("LICENSE-SWE-agent.txt", "LICENSE-mini-swe-agent.txt", "LICENSE-OpenHands.txt"),
-    "Unlicense": ("LICENSE-hive-mind.txt", "LICENSE-agent.txt"),
+    "Unlicense": ("LICENSE-hive-mind.txt", "LICENSE-agent.txt", "LICENSE-formal-ai.txt"),
 }
 INDEX = load_index(CORPUS)
 FIGURES = json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))
@@ -97,6 +97,7 @@ def test_on_the_tuning_set_stuck_runs_are_caught_on_time_and_healthy_runs_left_a
     tune = by_split([score(CORPUS, entry) for entry in INDEX])["tune"]
     assert tune["stuck"] >= 1 and tune["healthy"] >= 30
     assert tune["recall_on_time"] is not None and tune["recall_on_time"] >= 0.9
+    assert tune["flagged_on_time"] >= 0.9, tune["flag_delays"]  # issue 41: within 3 events
     assert tune["false_alarms"] == 0, tune["false_alarm_files"]
     assert 0 < tune["saved_turns"] <= tune["wasted_turns"]
 
@@ -179,24 +180,35 @@ def test_the_bench_prints_both_sets_figures_as_json() -> None:
     data = json.loads(result.stdout)
     assert data["transcripts"] == len(INDEX)
     for split in SPLITS:
-        for key in ("recall", "recall_on_time", "false_alarms", "saved_turns", "saved_usd"):
+        for key in (
+            "recall",
+            "recall_on_time",
+            "flagged_on_time",
+            "false_alarms",
+            "saved_turns",
+            "saved_usd",
+        ):
             assert key in data[split]
         assert data[split]["false_alarms"] == FIGURES[split]["false_alarms"]
     assert data["tune"]["transcripts"] + data["holdout"]["transcripts"] == len(INDEX)
+    assert data["written_edits"]["flagged_on_time"] == 1.0  # tests/fixtures/transcripts_edits
 
 
 def test_inspect_reads_openhands_and_swe_agent_trajectories(tmp_path: Path) -> None:
-    """`worker inspect` on each trajectory format: recognised, its tool calls counted."""
-    for name, fmt in (
-        ("openhands-mswe-ponylang-ponyc-4588.jsonl", "openhands"),
-        ("openhands-resolver-issue-1.jsonl", "openhands"),
-        ("swe-pydicom-1458.traj", "sweagent"),
-        ("mini-django-django-12125.traj.json", "sweagent"),
+    """`worker inspect` on each trajectory format: recognised, its tool calls counted; the
+    healthy ones run to their end, and the OpenHands resolver run whose edits of `App.tsx`
+    fail eight times in a row (relabelled stuck in issue 41) is stopped."""
+    for name, fmt, stopped in (
+        ("openhands-mswe-ponylang-ponyc-4588.jsonl", "openhands", False),
+        ("openhands-resolver-issue-1.jsonl", "openhands", True),
+        ("swe-pydicom-1458.traj", "sweagent", False),
+        ("mini-django-django-12125.traj.json", "sweagent", False),
     ):
         result = runner.invoke(app, ["inspect", str(CORPUS / name), "-w", str(tmp_path), "--json"])
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
-        assert data["format"] == fmt and data["tool_calls"] > 3 and data["stop"] is None
+        assert data["format"] == fmt and data["tool_calls"] > 3
+        assert (data["stop"] is not None) is stopped, data["stop"]
 
 
 def test_inspect_finds_the_codex_401_sessions_and_where_to_stop(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 from worker.agents.claude_stream import SYNTHETIC_MODEL
 from worker.models import AgentEvent, EventKind, InfraFailure
 from worker.supervision.anomaly import URGENT, WARN, Anomaly, Evidence, Sighting
+from worker.supervision.edits import EditStreaks
+from worker.supervision.failtext import text_failure
 from worker.supervision.progress import SHELL_KEYS, Knowledge, shell_writes
 from worker.supervision.repeats import CliErrors, Rejections
 from worker.supervision.settings import SupervisionSettings, Threshold
@@ -109,6 +111,7 @@ class StreamDetectors:
         # (tool, argument items) -> (tool, canonical args, "tool args", writes files)
         self._described: dict[tuple[str, tuple[Any, ...]], Described] = {}
         self._known = Knowledge()
+        self._edits = EditStreaks()
         self._cli = CliErrors()
         self._reject = Rejections()
         self._call = Streak()
@@ -271,19 +274,30 @@ class StreamDetectors:
         exempt, loop_limit, error_limit = self._tools.get(tool) or self._tool(tool)
         if exempt:
             return
-        failed = event.is_error
+        # A result without an error flag that reports a failure in a tool's well-known words
+        # (an edit that did not apply, a `cd` that failed before a `;`) failed all the same,
+        # and its message is its signature.
+        failed, told = event.is_error, None
+        if not failed and event.text:
+            told = text_failure(event.text)
+            failed = told is not None
         if failed:
             error = event.error or event.text
             if error and SIBLING_ERRORED in error[:200]:
                 return  # cancelled with its batch: it never ran (the batch counts once)
             cls = failure_class(error)
             self.tool_failures += 1
-            sig = error_signature(error, self._echoed(where)) if error else ""
+            if told is not None:
+                sig = error_signature(told)
+            else:
+                sig = error_signature(error, self._echoed(where)) if error else ""
             self._repeated_error(tool, args, error, sig, cls, error_limit, where, seq, line, found)
+            self._edit(tool, where[3], told or error_head(error), seq, line, found)
             answer = "<error>"
             outcome: str | bytes = "!" + (sig or "<no text>")
         else:
             cls = None
+            self._edits.result(tool, where[3], False, "", seq, line)
             if self._fail.key is not None:  # a call that works ends the streak (another
                 self._fail.reset()  # way, or past it); once, rather than after every success
             self._ok_turn = self.turn
@@ -326,6 +340,28 @@ class StreamDetectors:
             self._results.append((tool, cls, seq, line, self.turn))
             self._failing = True
             self._cascades(found)
+
+    def _edit(
+        self,
+        tool: str,
+        args: dict[str, Any] | None,
+        message: str,
+        seq: int,
+        line: int,
+        found: list[Sighting],
+    ) -> None:
+        """A failed result: when it is an edit, its file's streak of failed edits grows."""
+        streak = self._edits.result(tool, args, True, message, seq, line)
+        limit = self.s.thresholds["edit_failure"]
+        if streak is None or streak[1] < limit.warn:
+            return
+        file, count, start, first, error = streak
+        evidence = {"file": short(file, 120), "tool": tool, "error": error.rstrip(".")}
+        found.append(
+            self._sighting(
+                "edit_failure", _level(count, limit), file, (start, first), count, evidence
+            )
+        )
 
     def _cycle(
         self, tool: str, target: str, rounds: int, cycle: Cycle, found: list[Sighting]

@@ -15,6 +15,11 @@ answers has sessions but no agent turns; each session counts as one). A stuck ru
 *on time* when the alarm comes within the first third of the turns it wasted (from
 `stuck_at` to its end); a healthy run with an alarm is a false alarm. Stopping at the alarm
 saves the turns after it, and the transcript's cost in proportion when its cost is known.
+
+A stuck run is *flagged on time* when a finding of any level (a nudge will do) comes at most
+`FLAG_WITHIN` events after `stuck_at`, events counted as the positions of the transcript (its
+lines, steps or messages); issue 41's acceptance line is 90 % of stuck runs flagged on time,
+with no urgent and at most one warning false alarm per 40 healthy runs.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from worker.supervision.settings import SupervisionSettings
 from worker.supervision.watch import STOP_KINDS, Watch
 
 LABELS = ("stuck", "healthy")
+FLAG_WITHIN = 3
 SPLITS = ("tune", "holdout")
 
 
@@ -51,6 +57,7 @@ class Scored:
     saved_turns: int = 0
     saved_usd: float = 0.0
     warnings: list[str] = field(default_factory=list)  # nudges (warn level) seen
+    flag_delay: int | None = None  # positions from `stuck_at` to the first finding after it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,6 +95,8 @@ def score(
     stuck_turn: int | None = None
     alarm: tuple[int, str] | None = None
     warnings: list[str] = []
+    positions: set[int] = set()  # the positions from `stuck_at` on, until the first finding
+    flag_delay: int | None = None
     for event in events:
         found = watch.observe(event)
         if event.kind is EventKind.SESSION or watch.detectors.turn != agent_turn:
@@ -95,6 +104,10 @@ def score(
             agent_turn = watch.detectors.turn
         if stuck_at is not None and stuck_turn is None and event.index >= stuck_at:
             stuck_turn = turns
+        if stuck_turn is not None and flag_delay is None:
+            positions.add(event.index)
+            if found:
+                flag_delay = len(positions) - 1
         for anomaly in found:
             if anomaly.level == WARN and anomaly.kind not in warnings:
                 warnings.append(anomaly.kind)
@@ -112,6 +125,7 @@ def score(
         stuck_turn=stuck_turn,
         stuck_kind=entry.get("stuck_kind"),
         warnings=warnings,
+        flag_delay=flag_delay,
     )
     if alarm is not None:
         result.saved_turns = turns - alarm[0]
@@ -135,6 +149,8 @@ def summary(results: list[Scored]) -> dict[str, Any]:
     caught = [r for r in stuck if r.alarm_turn is not None]
     on_time = [r for r in stuck if r.on_time]
     false_alarms = [r for r in healthy if r.alarm_turn is not None]
+    flagged = [r for r in stuck if r.flag_delay is not None and r.flag_delay <= FLAG_WITHIN]
+    nudged = sum(1 for r in healthy if r.warnings)
     return {
         "transcripts": len(results),
         "stuck": len(stuck),
@@ -143,7 +159,10 @@ def summary(results: list[Scored]) -> dict[str, Any]:
         "recall_on_time": _ratio(len(on_time), len(stuck)),
         "false_alarms": len(false_alarms),
         "false_alarm_files": [r.file for r in false_alarms],
-        "healthy_with_nudges": sum(1 for r in healthy if r.warnings),
+        "healthy_with_nudges": nudged,
+        "nudges_per_40_healthy": round(nudged * 40 / len(healthy), 2) if healthy else None,
+        "flagged_on_time": _ratio(len(flagged), len(stuck)),
+        "flag_delays": {r.file: r.flag_delay for r in stuck},
         "missed": [r.file for r in stuck if not r.on_time],
         "saved_turns": sum(r.saved_turns for r in caught),
         "wasted_turns": sum(r.turns - (r.stuck_turn or r.turns) + 1 for r in stuck),

@@ -41,6 +41,7 @@ KINDS = (
     "stall",
     "loop",
     "repeated_error",
+    "edit_failure",
     "repeated_message",
     "oscillation",
     "cycle",
@@ -81,6 +82,10 @@ def _thresholds() -> dict[str, dict[str, int]]:
         # same call failing with the same error: 3 (OpenHands; SWE-agent requeries 3). The
         # urgent point is ours: the nudge had as many failures again to work.
         "repeated_error": {"warn": 3, "urgent": 6},
+        # failed edits of one file in a row, whatever their arguments (a read of the file
+        # between them included): ours (issue 41). SWE-agent's demonstrations retry a rejected
+        # edit up to 3 times and get it right; a fourth failure is a nudge, a sixth a stop.
+        "edit_failure": {"warn": 4, "urgent": 6},
         # identical assistant messages (monologue): 3 (OpenHands); urgent doubled (ours).
         "repeated_message": {"warn": 3, "urgent": 6},
         # A-B-A-B-A-B alternation: 6 (OpenHands); urgent is ours (10 = two more cycles).

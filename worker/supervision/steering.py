@@ -23,6 +23,8 @@ ACTIONS = {
     "what blocks you with STATUS failure.",
     "loop": "Repeating it will not give a different result; change your approach.",
     "repeated_error": "Stop retrying; find the cause of that error first, or take another way.",
+    "edit_failure": "Stop editing that file piece by piece: read it again as it is now, then "
+    "make one edit that matches it, or rewrite the file whole.",
     "repeated_message": "Step back and do something different from your last turns.",
     "oscillation": "Neither approach is converging; find out why one fails before switching "
     "again, or try a third way.",
@@ -56,6 +58,11 @@ def evidence(anomaly: Anomaly) -> str:
         return f"Loop: you called {ev['tool']} `{ev['args']}` {n} times in a row."
     if kind == "repeated_error":
         return f"Repeated failure: {ev['tool']} failed {n} times with `{ev['error']}`."
+    if kind == "edit_failure":
+        return (
+            f"Failing edits: {n} edits of `{ev['file']}` in a row did not apply "
+            f"(last: `{ev['error']}`)."
+        )
     if kind == "repeated_message":
         return f"Repetition: you wrote the same message {n} times (`{ev['text']}`)."
     if kind == "oscillation":

@@ -20,7 +20,15 @@ from worker.supervision.steering import Cooldowns, message, pace_message, stop_r
 # Loop-like kinds: an urgent one during an iteration means the agent is spinning right now,
 # so the radio check cuts it short rather than let it run to the iteration's timeout.
 STOP_KINDS = frozenset(
-    {"loop", "repeated_error", "repeated_message", "oscillation", "cycle", "cli_error"}
+    {
+        "loop",
+        "repeated_error",
+        "edit_failure",
+        "repeated_message",
+        "oscillation",
+        "cycle",
+        "cli_error",
+    }
 )
 _PACE_SEVERITY = {"alternate": WARN, "contingent": URGENT, "emergency": EMERGENCY}
 
