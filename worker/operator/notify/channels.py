@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from worker import secrets
 from worker.operator.notify.settings import NotifySettings
 
 _MAX_ANSWER = 1_000_000
@@ -47,6 +48,7 @@ class Bot:
 
 def bot_of(settings: NotifySettings) -> Bot | None:
     """The configured bot, or None when no chat is listed or its token variable is unset."""
+    secrets.remember(secrets.variables_named_by(settings))
     token = os.environ.get(settings.telegram.token_env, "").strip()
     if not settings.telegram.chat_ids or not token:
         return None

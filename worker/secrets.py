@@ -1,0 +1,234 @@
+"""What marks a secret, and the one way worker hides one.
+
+Every place worker writes or shows text an agent or an operator's environment could have put a
+secret in (logs, the database, the dashboard, notifications, the schedules it prints) masks it
+with `masker`/`mask`; every process worker starts gets an environment built here: its own
+children (`child_env` in worker/process/proc.py) lose worker's tokens, and an agent in the box
+gets only what `agent_env` allows. tests/test_secrets_one_list.py drives each consumer from the
+names and shapes declared here, so a word added here is hidden everywhere.
+
+Pure: `re` and `json` only, below every layer that uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+# Words that, in a variable's name, mark its value as a secret (whatever its shape).
+NAME_WORDS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "api_key",
+    "apikey",
+    "credential",
+    "private",
+    "database_url",
+    "dsn",
+)
+_NAME = re.compile("|".join(re.escape(word).replace("_", "_?") for word in NAME_WORDS), re.I)
+# ...but where such a variable names a place (HF_TOKEN_PATH, SECRETS_DIR), its value is no secret.
+_PLACE = re.compile(r"(?i)_(path|file|dir)$")
+# Token shapes, hidden wherever they appear: GitHub's tokens, Anthropic's and OpenAI's keys
+# (`sk-proj-...` has underscores), Google's API keys, AWS access key ids, a PEM private key
+# (raw or JSON-escaped, as an iteration log stores it).
+SHAPES = {
+    "github": r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
+    "openai/anthropic": r"sk-[A-Za-z0-9_-]{20,}",
+    "google": r"AIza[A-Za-z0-9_-]{30,}",
+    "aws key id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "pem private key": (
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.|\n)*?-----END [A-Z ]*PRIVATE KEY-----"
+    ),
+}
+_SHAPES = re.compile("|".join(f"(?:{shape})" for shape in SHAPES.values()))
+# `scheme://user:password@host` -> `scheme://user:***@host`; also `password=...` in a DSN.
+_URL_PASSWORD = re.compile(r"(?i)(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?=@)")
+_DSN_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|\S+)")
+# `name=value` where the name says secret (a command line, a dashboard's text).
+_KEY_VALUE = re.compile(rf"(?i)\b([\w.-]*(?:{_NAME.pattern})[\w.-]*)=(?!\*\*\*)\S+")
+MIN_LENGTH = 8  # a shorter value would mask ordinary words
+
+# Variables that hold worker's own secrets whatever their name says, and the places a
+# process of the same user may be let in by: never in a child of worker's unless it needs it.
+WORKER_SECRETS = (
+    "WORKER_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "WORKER_GIT_TOKEN",
+    "WORKER_FLEET__DATABASE_URL",
+    "WORKER_DASHBOARD_TOKEN",  # the dashboard's: the agent must never approve its own wait
+    "DATABASE_URL",
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "PGSERVICEFILE",
+)
+USER_DOORS = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS")
+
+
+# Variables a loaded setting names as holding a secret (`remember`): hidden and kept from
+# children like the others, in this process, from then on.
+_REMEMBERED: set[str] = set()
+
+
+def remember(names: Iterable[str]) -> None:
+    """Treat these variables as secrets from now on (the settings name them: `*_env`)."""
+    _REMEMBERED.update(name for name in names if name)
+
+
+def remembered() -> frozenset[str]:
+    return frozenset(_REMEMBERED)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable's name says its value is a secret."""
+    return bool(_NAME.search(name)) and not _PLACE.search(name)
+
+
+def has_url_password(value: str) -> bool:
+    return any(match["pw"] for match in _URL_PASSWORD.finditer(value))
+
+
+def redact_url(text: str) -> str:
+    """Hide the password of every URL (or `password=` DSN part) in a text."""
+    text = _URL_PASSWORD.sub(lambda m: m["head"] + "***", text)
+    return _DSN_PASSWORD.sub(lambda m: m.group(1) + "***", text)
+
+
+def secret_values(env: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> list[str]:
+    """The texts to hide: the values of the variables whose name says secret (or that `names`
+    lists), each in the forms it is seen in (each line of a multi-line key, JSON-escaped), and
+    the password of every URL in the environment; the longest first."""
+    env = os.environ if env is None else env
+    named = {*names, *_REMEMBERED}
+    found: set[str] = set()
+    for name, value in env.items():
+        if name in named or is_secret_name(name):
+            found |= _forms(value)
+        for match in _URL_PASSWORD.finditer(value):
+            found |= _forms(match["pw"])
+    return sorted((v for v in found if len(v) >= MIN_LENGTH), key=len, reverse=True)
+
+
+def _forms(value: str) -> set[str]:
+    forms = {value, value.strip(), json.dumps(value)[1:-1], json.dumps(value.strip())[1:-1]}
+    if "\n" in value.strip():
+        forms |= {line.strip() for line in value.splitlines()}
+    return forms
+
+
+def masker(
+    env: Mapping[str, str] | None = None,
+    *,
+    extra: Iterable[str] = (),
+    names: Iterable[str] = (),
+    key_value: bool = False,
+) -> Callable[[str], str]:
+    """A function that hides the secrets of `env` (the environment now), `extra` texts and
+    every token shape, URL password and (`key_value`) `name=value` secret in a text. The
+    values are looked up once: cheap enough for every line of an agent's output."""
+    values = sorted({*secret_values(env, names), *(e for e in extra if e)}, key=len, reverse=True)
+
+    def hide(text: str) -> str:
+        for value in values:
+            if value in text:
+                text = text.replace(value, "***")
+        if "://" in text or "assword" in text:
+            text = redact_url(text)
+        if key_value:
+            text = _KEY_VALUE.sub(lambda m: f"{m.group(1)}=***", text)
+        return _SHAPES.sub("***", text)
+
+    return hide
+
+
+def mask(text: str) -> str:
+    """`text` with every secret worker knows of hidden (a one-off text: a command line, an
+    error, a notification)."""
+    return masker(key_value=True)(text)
+
+
+def mask_all(value: Any, hide: Callable[[str], str]) -> Any:
+    """Every string in a JSON-like value passed through `hide`."""
+    if isinstance(value, str):
+        return hide(value)
+    if isinstance(value, dict):
+        return {key: mask_all(item, hide) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_all(item, hide) for item in value]
+    return value
+
+
+def variables_named_by(*models: Any) -> set[str]:
+    """The environment variables settings name as holding a secret: every `*_env` field (the
+    Telegram bot's `token_env`, ...) of the given pydantic models and the models inside them,
+    so that a new such setting is a secret without another list to update."""
+    found: set[str] = set()
+    for model in models:
+        for field in type(model).model_fields if hasattr(type(model), "model_fields") else ():
+            value = getattr(model, field, None)
+            if field.endswith("_env") and isinstance(value, str) and value:
+                found.add(value)
+            elif hasattr(type(value), "model_fields"):
+                found |= variables_named_by(value)
+    return found
+
+
+# What an agent's environment is made of (`agent_env`): the system's, its locale and
+# terminal, the proxy it must go through (and the certificates a proxy needs), its own API.
+SYSTEM = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TZ", "TERM", "COLORTERM", "NO_COLOR")
+LOCALE = ("LANG", "LANGUAGE", "LC_*")
+PROXY = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+)
+# Each agent CLI's own variables (its key, base URL, model, settings folder), by adapter; a
+# `command` agent (aider and the like) may speak to any of these APIs.
+AGENT_API = {
+    "claude": ("ANTHROPIC_*", "CLAUDE_*"),
+    "codex": ("OPENAI_*", "CODEX_*"),
+    "gemini": ("GEMINI_*", "GOOGLE_*"),
+}
+AGENT_API["command"] = tuple(name for names in AGENT_API.values() for name in names)
+
+
+def _matches(name: str, patterns: Iterable[str]) -> bool:
+    return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns)
+
+
+def agent_env(
+    agent: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    passed: Iterable[str] = (),
+    refused: Iterable[str] = (),
+) -> dict[str, str]:
+    """An agent's environment by allow-list: the system's, locale, proxy, the agent's own API
+    variables and `passed` (names or `PREFIX_*`: the task's, `[sandbox] pass_env`), and
+    nothing else. Never one of worker's secrets, a variable in `refused` (those its settings
+    name), a way in as the same user (ssh-agent, D-Bus), whatever `passed` says."""
+    env = os.environ if env is None else env
+    allowed = (*SYSTEM, *LOCALE, *PROXY, *AGENT_API.get(agent, ()), *passed)
+    out = set(WORKER_SECRETS) | set(USER_DOORS) | set(refused)
+    return {
+        name: value
+        for name, value in env.items()
+        if _matches(name, allowed) and name not in out and not name.startswith("WORKER_")
+    }
