@@ -170,14 +170,24 @@ def variables_named_by(*models: Any) -> set[str]:
     """The environment variables settings name as holding a secret: every `*_env` field (the
     Telegram bot's `token_env`, ...) of the given pydantic models and the models inside them,
     so that a new such setting is a secret without another list to update."""
+    return _named_by(models, lambda field: field.endswith("_env"))
+
+
+def files_named_by(*models: Any) -> set[str]:
+    """The files settings name as holding a secret: every `*_file` field whose name says
+    secret (`token_file`, `password_file`), in the models and the models inside them."""
+    return _named_by(models, lambda field: field.endswith("_file") and bool(_NAME.search(field)))
+
+
+def _named_by(models: Iterable[Any], wanted: Callable[[str], bool]) -> set[str]:
     found: set[str] = set()
     for model in models:
-        for field in type(model).model_fields if hasattr(type(model), "model_fields") else ():
+        for field in getattr(type(model), "model_fields", {}):
             value = getattr(model, field, None)
-            if field.endswith("_env") and isinstance(value, str) and value:
-                found.add(value)
+            if wanted(field) and isinstance(value, str | os.PathLike) and str(value):
+                found.add(str(value))
             elif hasattr(type(value), "model_fields"):
-                found |= variables_named_by(value)
+                found |= _named_by([value], wanted)
     return found
 
 
@@ -201,7 +211,7 @@ PROXY = (
 )
 # Each agent CLI's own variables (its key, base URL, model, settings folder), by adapter; a
 # `command` agent (aider and the like) may speak to any of these APIs.
-AGENT_API = {
+AGENT_API: dict[str, tuple[str, ...]] = {
     "claude": ("ANTHROPIC_*", "CLAUDE_*"),
     "codex": ("OPENAI_*", "CODEX_*"),
     "gemini": ("GEMINI_*", "GOOGLE_*"),
