@@ -209,18 +209,29 @@ PROXY = (
     "NODE_EXTRA_CA_CERTS",
     "REQUESTS_CA_BUNDLE",
 )
-# Each agent CLI's own variables (its key, base URL, model, settings folder), by adapter; a
-# `command` agent (aider and the like) may speak to any of these APIs.
+# Each agent CLI's own variables (its key, base URL, model, settings folder), by adapter: a
+# name with the provider's in it (`*OPENAI*`: Codex's custom providers name their key
+# variable, e.g. AZURE_OPENAI_API_KEY), or the CLI's prefix; Claude Code's IS_SANDBOX (it
+# allows bypassPermissions as root in a sandbox). A `command` agent (aider and the like) may
+# speak to any of these APIs.
 AGENT_API: dict[str, tuple[str, ...]] = {
-    "claude": ("ANTHROPIC_*", "CLAUDE_*"),
-    "codex": ("OPENAI_*", "CODEX_*"),
-    "gemini": ("GEMINI_*", "GOOGLE_*"),
+    "claude": ("*ANTHROPIC*", "CLAUDE_*", "IS_SANDBOX"),
+    "codex": ("*OPENAI*", "CODEX_*"),
+    "gemini": ("*GEMINI*", "GOOGLE_*"),
 }
 AGENT_API["command"] = tuple(name for names in AGENT_API.values() for name in names)
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:
-    return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns)
+    """`name` is one of `patterns`: exact, `PREFIX_*` or `*PART*`."""
+    return any(
+        (p.strip("*") in name)
+        if p.startswith("*")
+        else name.startswith(p[:-1])
+        if p.endswith("*")
+        else name == p
+        for p in patterns
+    )
 
 
 def agent_env(
