@@ -5,6 +5,7 @@ control at the end runs the same reads unboxed, where each one works."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -16,8 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.escape_support import RUNTIMES, attack, box_home, outside_tmp, use_runtime
+from worker.cli.app import app
 from worker.config import load_settings
 from worker.process.gitsafe import push_credentials
 from worker.state.statedir import state_home
@@ -218,3 +221,26 @@ def test_the_control_unboxed_every_read_works(
     assert out.count(MARKER) == len(paths)
     assert load_settings(workspace).state.parent == state_home()
     assert os.environ["HOME"] == str(box_home)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_doctor_says_what_the_box_enforces_and_what_not_per_runtime(
+    runtime: str, workspace: Path, box_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`worker doctor` names every rule the box holds with this runtime (reads refused for the
+    whole state home, worker's config and ~/.pgpass; /tmp and /run empty; the environment by
+    allow-list; capabilities) and what it leaves open (bubblewrap alone: the network)."""
+    use_runtime(runtime, monkeypatch, tmp_path)
+    done = CliRunner().invoke(app, ["doctor", "--json", "-w", str(workspace)])
+    said = [f["message"] for f in json.loads(done.stdout)["findings"] if f["check"] == "sandbox"]
+    enforced, open_, _ = said
+    for rule in ("/tmp and /run empty", "environment by allow-list", "capabilities: "):
+        assert rule in enforced
+    for place in (state_home(), box_home / ".config" / "worker", box_home / ".pgpass"):
+        assert str(place) in enforced
+    assert enforced.startswith(f"agents run in {runtime}")
+    assert open_.startswith("not enforced: ")
+    if runtime == "bwrap":
+        assert "network: NOT limited" in enforced and "any host is reachable" in open_
+    else:
+        assert "network: only the model's API host" in enforced and "srt's proxy" in open_
