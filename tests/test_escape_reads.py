@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -20,9 +22,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.escape_support import RUNTIMES, attack, box_home, outside_tmp, use_runtime
+from tests.test_sandbox import bwrap_works
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.process.gitsafe import push_credentials
+from worker.sandbox.box import Runtime, Sandbox
 from worker.state.statedir import state_home
 
 __all__ = ["box_home", "outside_tmp"]  # fixtures
@@ -244,3 +248,48 @@ def test_doctor_says_what_the_box_enforces_and_what_not_per_runtime(
         assert "network: NOT limited" in enforced and "any host is reachable" in open_
     else:
         assert "network: only the model's API host" in enforced and "srt's proxy" in open_
+
+
+def test_as_a_plain_user_the_box_holds_the_same(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI runs as root; a user runs worker as themselves. Run as root, this test starts the
+    box worker builds (bubblewrap alone) as `nobody` (setpriv): the key in the hidden ~/.ssh,
+    the other workspace's state, ~/.pgpass and a file in the shared /tmp stay unread, the
+    system read-only, the tree writable. Run as a plain user, every test above is this one."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to become another user (the suite is that user)")
+    bwrap_works()
+    base = Path(tempfile.mkdtemp(prefix="escape-plain-"))  # in /tmp: `nobody` can enter it
+    try:
+        base.chmod(0o755)
+        home, tree = base / "home", base / "tree"
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+        places = [
+            plant(home / ".ssh" / "id_ed25519"),
+            plant(home / ".pgpass"),
+            plant(state_home() / "other-ws-1234abcd" / "worker.db"),
+            plant(tmp_path / "shared.txt"),
+        ]
+        tree.mkdir()
+        for path in [base, *base.rglob("*")]:
+            path.chmod(0o777 if path.is_dir() else 0o644)  # readable to `nobody` unboxed
+        (tree / "worker.toml").write_text('[sandbox]\nruntime = "bwrap"\n')
+        settings = load_settings(tree)
+        box = Sandbox(settings, "command", Runtime("bwrap", shutil.which("bwrap") or "bwrap"))
+        script = "; ".join(f"cat {p}" for p in places)
+        script += f"; echo pwned > /etc/{base.name}; echo ok > {tree}/written; id -u"
+        with box.launch(["sh", "-c", script], tree) as (argv, env):
+            for folder in (Path(env["TMPDIR"]), Path(env["TMPDIR"]).parent):
+                folder.chmod(0o777)  # the box's private tmp, made by root: `nobody`'s here
+            user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            done = subprocess.run(
+                [*user, *argv], cwd=tree, env=env, capture_output=True, text=True, check=False
+            )
+        said = done.stdout + done.stderr
+        assert "65534" in said and (tree / "written").read_text() == "ok\n", said
+        assert MARKER not in said and not Path("/etc", base.name).exists()
+    finally:
+        Path("/etc", base.name).unlink(missing_ok=True)
+        shutil.rmtree(base, ignore_errors=True)

@@ -41,7 +41,7 @@ SHAPES = {
     "github": r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
     "openai/anthropic": r"sk-[A-Za-z0-9_-]{20,}",
     "google": r"AIza[A-Za-z0-9_-]{30,}",
-    "aws key id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "aws key id": r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])",
     "pem private key": (
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.|\n)*?-----END [A-Z ]*PRIVATE KEY-----"
     ),
@@ -112,8 +112,9 @@ def secret_values(env: Mapping[str, str] | None = None, names: Iterable[str] = (
     for name, value in env.items():
         if name in named or is_secret_name(name):
             found |= _forms(value)
-        for match in _URL_PASSWORD.finditer(value):
-            found |= _forms(match["pw"])
+        if "://" in value:
+            for match in _URL_PASSWORD.finditer(value):
+                found |= _forms(match["pw"])
     return sorted((v for v in found if len(v) >= MIN_LENGTH), key=len, reverse=True)
 
 
