@@ -31,9 +31,10 @@ NAME_WORDS = (
     "database_url",
     "dsn",
 )
-_NAME = re.compile("|".join(re.escape(word).replace("_", "_?") for word in NAME_WORDS), re.I)
+_WORDS = "|".join(word.replace("_", "_?") for word in NAME_WORDS)
+_NAME = f"(?i){_WORDS}"
 # ...but where such a variable names a place (HF_TOKEN_PATH, SECRETS_DIR), its value is no secret.
-_PLACE = re.compile(r"(?i)_(path|file|dir)$")
+_PLACE = r"(?i)_(path|file|dir)$"
 # Token shapes, hidden wherever they appear: GitHub's tokens, Anthropic's and OpenAI's keys
 # (`sk-proj-...` has underscores), Google's API keys, AWS access key ids, a PEM private key
 # (raw or JSON-escaped, as an iteration log stores it).
@@ -46,12 +47,14 @@ SHAPES = {
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.|\n)*?-----END [A-Z ]*PRIVATE KEY-----"
     ),
 }
-_SHAPES = re.compile("|".join(f"(?:{shape})" for shape in SHAPES.values()))
+_SHAPES = "|".join(f"(?:{shape})" for shape in SHAPES.values())
 # `scheme://user:password@host` -> `scheme://user:***@host`; also `password=...` in a DSN.
-_URL_PASSWORD = re.compile(r"(?i)(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?=@)")
-_DSN_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|\S+)")
+# Each pattern is compiled at its first use (`re`'s own cache): importing this costs nothing,
+# and a run with nothing to do compiles none.
+_URL_PASSWORD = r"(?i)(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?=@)"
+_DSN_PASSWORD = r"(?i)\b(password\s*=\s*)('[^']*'|\S+)"
 # `name=value` where the name says secret (a command line, a dashboard's text).
-_KEY_VALUE = re.compile(rf"(?i)\b([\w.-]*(?:{_NAME.pattern})[\w.-]*)=(?!\*\*\*)\S+")
+_KEY_VALUE = rf"(?i)\b([\w.-]*(?:{_WORDS})[\w.-]*)=(?!\*\*\*)\S+"
 MIN_LENGTH = 8  # a shorter value would mask ordinary words
 
 # Variables that hold worker's own secrets whatever their name says, and the places a
@@ -89,17 +92,17 @@ def remembered() -> frozenset[str]:
 
 def is_secret_name(name: str) -> bool:
     """Whether a variable's name says its value is a secret."""
-    return bool(_NAME.search(name)) and not _PLACE.search(name)
+    return bool(re.search(_NAME, name)) and not re.search(_PLACE, name)
 
 
 def has_url_password(value: str) -> bool:
-    return any(match["pw"] for match in _URL_PASSWORD.finditer(value))
+    return any(match["pw"] for match in re.finditer(_URL_PASSWORD, value))
 
 
 def redact_url(text: str) -> str:
     """Hide the password of every URL (or `password=` DSN part) in a text."""
-    text = _URL_PASSWORD.sub(lambda m: m["head"] + "***", text)
-    return _DSN_PASSWORD.sub(lambda m: m.group(1) + "***", text)
+    text = re.sub(_URL_PASSWORD, lambda m: m["head"] + "***", text)
+    return re.sub(_DSN_PASSWORD, lambda m: m.group(1) + "***", text)
 
 
 def secret_values(env: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> list[str]:
@@ -113,7 +116,7 @@ def secret_values(env: Mapping[str, str] | None = None, names: Iterable[str] = (
         if name in named or is_secret_name(name):
             found |= _forms(value)
         if "://" in value:
-            for match in _URL_PASSWORD.finditer(value):
+            for match in re.finditer(_URL_PASSWORD, value):
                 found |= _forms(match["pw"])
     return sorted((v for v in found if len(v) >= MIN_LENGTH), key=len, reverse=True)
 
@@ -137,15 +140,17 @@ def masker(
     values are looked up once: cheap enough for every line of an agent's output."""
     values = sorted({*secret_values(env, names), *(e for e in extra if e)}, key=len, reverse=True)
 
+    shapes, key_values = re.compile(_SHAPES), re.compile(_KEY_VALUE)
+
     def hide(text: str) -> str:
         for value in values:
             if value in text:
                 text = text.replace(value, "***")
-        if "://" in text or "assword" in text:
+        if "://" in text or "assword" in text or "ASSWORD" in text:
             text = redact_url(text)
         if key_value:
-            text = _KEY_VALUE.sub(lambda m: f"{m.group(1)}=***", text)
-        return _SHAPES.sub("***", text)
+            text = key_values.sub(lambda m: f"{m.group(1)}=***", text)
+        return shapes.sub("***", text)
 
     return hide
 
@@ -177,7 +182,9 @@ def variables_named_by(*models: Any) -> set[str]:
 def files_named_by(*models: Any) -> set[str]:
     """The files settings name as holding a secret: every `*_file` field whose name says
     secret (`token_file`, `password_file`), in the models and the models inside them."""
-    return _named_by(models, lambda field: field.endswith("_file") and bool(_NAME.search(field)))
+    return _named_by(
+        models, lambda field: field.endswith("_file") and bool(re.search(_NAME, field))
+    )
 
 
 def _named_by(models: Iterable[Any], wanted: Callable[[str], bool]) -> set[str]:
