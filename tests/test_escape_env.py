@@ -79,11 +79,13 @@ def test_the_control_unboxed_the_agent_sees_more(
     workspace: Path, box_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The control: with the box off the agent gets worker's children's environment, where
-    only worker's own tokens are out (MY_SERVICE_TOKEN and SSH_AUTH_SOCK pass), so the
-    checks above can fail."""
+    only worker's own secrets are out (MY_SERVICE_TOKEN passes), so the checks above can
+    fail; ssh-agent's socket and the variable `token_env` names stay out all the same."""
     for name, value in WORKER_KNOWS.items():
         monkeypatch.setenv(name, value)
+    (workspace / "worker.toml").write_text('[notify.telegram]\ntoken_env = "CHAT_BRIDGE"\n')
+    monkeypatch.setenv("CHAT_BRIDGE", "bridge-token-value")
     env = dumped(attack(workspace, "env", None))
     assert env["MY_SERVICE_TOKEN"] == WORKER_KNOWS["MY_SERVICE_TOKEN"]
-    assert env["SSH_AUTH_SOCK"] == WORKER_KNOWS["SSH_AUTH_SOCK"]
     assert "GITHUB_TOKEN" not in env and "PGPASSWORD" not in env
+    assert "SSH_AUTH_SOCK" not in env and "CHAT_BRIDGE" not in env

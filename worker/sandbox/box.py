@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from worker import secrets
 from worker.config import Settings
-from worker.process.proc import run_process
+from worker.process.proc import child_env, run_process
 from worker.sandbox import reach
 from worker.sandbox.hosts import model_hosts, no_proxy_without
 from worker.sandbox.settings import SandboxSettings
@@ -353,10 +354,12 @@ def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
 def launch(
     request: AgentRequest, argv: list[str]
 ) -> Iterator[tuple[list[str], dict[str, str] | None]]:
-    """The command that starts the agent: `argv` in the request's sandbox, if it has one (the
-    environment None: the chokepoint's own)."""
+    """The command that starts the agent: `argv` in the request's sandbox, if it has one (its
+    environment by allow-list); unboxed, worker's children's environment without the doors
+    that let in whoever connects as the same user (ssh-agent, D-Bus)."""
     if request.sandbox is None:
-        yield argv, None
+        env = child_env()
+        yield argv, {k: v for k, v in env.items() if k not in secrets.USER_DOORS}
         return
     with request.sandbox.launch(argv, request.cwd) as (wrapped, env):
         yield wrapped, env
