@@ -8,20 +8,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from tests.escape_support import RUNTIMES, attack, box_home, outside_tmp, use_runtime
+from tests.sandbox_support import listener
 from tests.test_sandbox import bwrap_works
 from worker.cli.app import app
 from worker.config import load_settings
@@ -122,37 +119,6 @@ def test_the_shared_tmp_is_private_in_the_box(
         dropped.unlink(missing_ok=True)
 
 
-@contextmanager
-def unix_listener(path: Path) -> Iterator[list[bytes]]:
-    """A UNIX socket at `path` that anyone of this user may connect to (as ssh-agent's, the
-    D-Bus session bus, PostgreSQL's peer authentication): what reached it."""
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.listen()
-    server.settimeout(0.2)
-    got: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                got.append(b"<connected>")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield got
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
-        path.unlink(missing_ok=True)
-
-
 def connect(path: Path) -> str:
     code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r})"
     return f'{sys.executable} -c "{code}" && echo connected'
@@ -167,7 +133,7 @@ def test_ssh_agents_socket_is_out_of_reach(
     path = tmp_path / "agent.sock"
     monkeypatch.setenv("SSH_AUTH_SOCK", str(path))
     use_runtime(runtime, monkeypatch, tmp_path)
-    with unix_listener(path) as got:
+    with listener(unix=path) as (_, got):
         out = attack(workspace, f'echo "sock=$SSH_AUTH_SOCK"; {connect(path)}', runtime)
     assert got == [] and "connected" not in out and str(path) not in out.split("sock=")[1]
 
@@ -185,7 +151,7 @@ def test_sockets_under_run_are_out_of_reach(
         pytest.skip(f"cannot make a folder under /run as this user: {exc}")
     use_runtime(runtime, monkeypatch, tmp_path)
     try:
-        with unix_listener(folder / "bus") as got:
+        with listener(unix=folder / "bus") as (_, got):
             out = attack(workspace, f"ls /run; {connect(folder / 'bus')}", runtime)
         assert got == [] and "connected" not in out and folder.name not in out
     finally:
