@@ -200,7 +200,8 @@ def _named_by(models: Iterable[Any], wanted: Callable[[str], bool]) -> set[str]:
 
 
 # What an agent's environment is made of (`agent_env`): the system's, its locale and
-# terminal, the proxy it must go through (and the certificates a proxy needs), its own API.
+# terminal, the proxy it must go through (and the certificates a proxy needs), the project's
+# toolchain, its own API.
 SYSTEM = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TZ", "TERM", "COLORTERM", "NO_COLOR")
 LOCALE = ("LANG", "LANGUAGE", "LC_*")
 PROXY = (
@@ -216,6 +217,22 @@ PROXY = (
     "SSL_CERT_DIR",
     "NODE_EXTRA_CA_CERTS",
     "REQUESTS_CA_BUNDLE",
+)
+# Where the project's toolchain is (a build or a test the agent runs needs them, and their
+# defaults would be wrong): a secret among them (`npm_config__authToken`) stays out.
+TOOLCHAIN = (
+    "JAVA_HOME",
+    "GOPATH",
+    "GOROOT",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "NVM_DIR",
+    "NODE_PATH",
+    "npm_config_*",
 )
 # Each agent CLI's own variables (its key, base URL, model, settings folder), by adapter: a
 # name with the provider's in it (`*OPENAI*`: Codex's custom providers name their key
@@ -249,15 +266,19 @@ def agent_env(
     passed: Iterable[str] = (),
     refused: Iterable[str] = (),
 ) -> dict[str, str]:
-    """An agent's environment by allow-list: the system's, locale, proxy, the agent's own API
-    variables and `passed` (names or `PREFIX_*`: the task's, `[sandbox] pass_env`), and
-    nothing else. Never one of worker's secrets, a variable in `refused` (those its settings
-    name), a way in as the same user (ssh-agent, D-Bus), whatever `passed` says."""
+    """An agent's environment by allow-list: the system's, locale, proxy, toolchain (none that
+    says secret), the agent's own API variables and `passed` (names or `PREFIX_*`: the
+    task's, `[sandbox] pass_env`), and nothing else. Never one of worker's secrets, a
+    variable in `refused` (those its settings name), a way in as the same user (ssh-agent,
+    D-Bus), whatever `passed` says."""
     env = os.environ if env is None else env
-    allowed = (*SYSTEM, *LOCALE, *PROXY, *AGENT_API.get(agent, ()), *passed)
+    general = (*SYSTEM, *LOCALE, *PROXY, *TOOLCHAIN)
+    own = (*AGENT_API.get(agent, ()), *passed)
     out = set(WORKER_SECRETS) | set(USER_DOORS) | set(refused)
     return {
         name: value
         for name, value in env.items()
-        if _matches(name, allowed) and name not in out and not name.startswith("WORKER_")
+        if name not in out
+        and not name.startswith("WORKER_")
+        and (_matches(name, own) or (_matches(name, general) and not is_secret_name(name)))
     }

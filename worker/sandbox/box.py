@@ -40,19 +40,6 @@ from worker.sandbox.settings import SandboxSettings
 if TYPE_CHECKING:
     from worker.results import AgentRequest
 
-# The user's secrets: keys, cloud and GitHub credentials, git's stored passwords.
-SECRET_PATHS = (
-    ".ssh",
-    ".aws",
-    ".config/gh",
-    ".netrc",
-    ".git-credentials",
-    ".gnupg",
-    ".docker/config.json",
-    ".kube",
-    ".config/gcloud",
-    ".azure",
-)
 # Where each agent CLI keeps its sessions and settings: (variable naming it, default under ~).
 SESSION_DIRS: dict[str, tuple[tuple[str, str], ...]] = {
     "claude": (("CLAUDE_CONFIG_DIR", ".claude"),),
@@ -181,8 +168,8 @@ def policy_for(
     git_dirs = _git_dirs(cwd)
     write = [cwd, *git_dirs] if tree else []
     write += _session_dirs(agent, env, home, create)
-    write += [_absolute(settings, path) for path in box.allow_write]
-    deny = deny_list(settings, home, env)
+    write += [reach.absolute(settings, path) for path in box.allow_write]
+    deny = reach.deny_list(settings, home, env)
     private = reach.private_dirs()
     # A worktree lives in the state folder: its own tree is open again, the others are not.
     allow_read = [path for path in write if any(_inside(path, d) for d in [*deny, *private])]
@@ -197,15 +184,6 @@ def policy_for(
         # A worktree's repository (its config, refs), where /tmp hides it: read-only.
         read_back=reach.read_back(private, [d.parent for d in git_dirs[1:]]),
     )
-
-
-def deny_list(settings: Settings, home: Path, env: Mapping[str, str] | None = None) -> list[Path]:
-    """What the agent may not read: the user's secrets, worker's state home, state folder,
-    database, inbox and configuration, and `[sandbox] deny_read`."""
-    deny = [home / name for name in SECRET_PATHS]
-    deny += [settings.state.resolve(), settings.inbox.resolve(), settings.db_path.resolve()]
-    deny += reach.worker_denied(settings, home, os.environ if env is None else env)
-    return deny + [_absolute(settings, path) for path in settings.sandbox.deny_read]
 
 
 def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
@@ -241,11 +219,6 @@ def _git_dirs(cwd: Path) -> list[Path]:
     except OSError:
         return [own]
     return [own, ((common if common.is_absolute() else own / common) / "objects").resolve()]
-
-
-def _absolute(settings: Settings, path: Path) -> Path:
-    path = path.expanduser()
-    return (path if path.is_absolute() else settings.workspace / path).resolve()
 
 
 def _inside(path: Path, folder: Path) -> bool:

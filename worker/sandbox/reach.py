@@ -1,6 +1,6 @@
-"""What the box hides beyond the user's secrets folders (worker/sandbox/box.py), and the
-environment an agent gets in it.
+"""What the box hides (worker/sandbox/box.py), and the environment an agent gets in it.
 
+- the user's secrets folders (`~/.ssh`, cloud and GitHub credentials, ...);
 - worker's own: the whole state home (every workspace's state folder, not only this one's),
   worker's user configuration folder (where the printed systemd unit keeps tokens), the files
   and variables the settings name as holding secrets (`*_env`, `*token*_file`...);
@@ -24,6 +24,19 @@ from worker import secrets
 from worker.config import LAZY_SECTIONS, Settings
 from worker.state.statedir import state_home
 
+# The user's secrets: keys, cloud and GitHub credentials, git's stored passwords.
+SECRET_PATHS = (
+    ".ssh",
+    ".aws",
+    ".config/gh",
+    ".netrc",
+    ".git-credentials",
+    ".gnupg",
+    ".docker/config.json",
+    ".kube",
+    ".config/gcloud",
+    ".azure",
+)
 # Replaced by an empty folder in the box (`/tmp` writable, private to one invocation); each
 # only where it is a folder of its own (on many systems /var/run is a link to /run).
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run")
@@ -43,6 +56,21 @@ def named_secrets(settings: Settings) -> tuple[set[str], list[Path]]:
     variables = secrets.variables_named_by(*_sections(settings))
     files = [Path(p) for p in secrets.files_named_by(*_sections(settings))]
     return variables, files
+
+
+def deny_list(settings: Settings, home: Path, env: Mapping[str, str] | None = None) -> list[Path]:
+    """What the agent may not read: the user's secrets, worker's state home, state folder,
+    database, inbox and configuration, and `[sandbox] deny_read`."""
+    deny = [home / name for name in SECRET_PATHS]
+    deny += [settings.state.resolve(), settings.inbox.resolve(), settings.db_path.resolve()]
+    deny += worker_denied(settings, home, os.environ if env is None else env)
+    return deny + [absolute(settings, path) for path in settings.sandbox.deny_read]
+
+
+def absolute(settings: Settings, path: Path) -> Path:
+    """`path` of a setting: `~` expanded, relative to the workspace, resolved."""
+    path = path.expanduser()
+    return (path if path.is_absolute() else settings.workspace / path).resolve()
 
 
 def worker_denied(settings: Settings, home: Path, env: Mapping[str, str]) -> list[Path]:

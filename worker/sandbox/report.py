@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.config import Settings
-from worker.sandbox.box import Runtime, deny_list, find_runtime
+from worker.sandbox.box import Runtime, find_runtime
+from worker.sandbox.reach import deny_list
 from worker.sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
