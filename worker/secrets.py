@@ -57,8 +57,9 @@ _DSN_PASSWORD = r"(?i)\b(password\s*=\s*)('[^']*'|\S+)"
 _KEY_VALUE = rf"(?i)\b([\w.-]*(?:{_WORDS})[\w.-]*)=(?!\*\*\*)\S+"
 MIN_LENGTH = 8  # a shorter value would mask ordinary words
 
-# Variables that hold worker's own secrets whatever their name says, and the places a
-# process of the same user may be let in by: never in a child of worker's unless it needs it.
+# Variables that hold worker's secrets (its tokens, the databases' passwords and URLs) whatever
+# their name says: never in a child of worker's. And the doors a process of the same user is
+# let in by: never in an agent's environment.
 WORKER_SECRETS = (
     "WORKER_GITHUB_TOKEN",
     "GITHUB_TOKEN",
@@ -105,15 +106,14 @@ def redact_url(text: str) -> str:
     return re.sub(_DSN_PASSWORD, lambda m: m.group(1) + "***", text)
 
 
-def secret_values(env: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> list[str]:
-    """The texts to hide: the values of the variables whose name says secret (or that `names`
-    lists), each in the forms it is seen in (each line of a multi-line key, JSON-escaped), and
-    the password of every URL in the environment; the longest first."""
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """The texts to hide: the values of the variables whose name says secret (or that a
+    setting names: `remember`), each in the forms it is seen in (each line of a multi-line
+    key, JSON-escaped), and the password of every URL in the environment; longest first."""
     env = os.environ if env is None else env
-    named = {*names, *_REMEMBERED}
     found: set[str] = set()
     for name, value in env.items():
-        if name in named or is_secret_name(name):
+        if name in _REMEMBERED or is_secret_name(name):
             found |= _forms(value)
         if "://" in value:
             for match in re.finditer(_URL_PASSWORD, value):
@@ -132,14 +132,12 @@ def masker(
     env: Mapping[str, str] | None = None,
     *,
     extra: Iterable[str] = (),
-    names: Iterable[str] = (),
     key_value: bool = False,
 ) -> Callable[[str], str]:
     """A function that hides the secrets of `env` (the environment now), `extra` texts and
     every token shape, URL password and (`key_value`) `name=value` secret in a text. The
     values are looked up once: cheap enough for every line of an agent's output."""
-    values = sorted({*secret_values(env, names), *(e for e in extra if e)}, key=len, reverse=True)
-
+    values = sorted({*secret_values(env), *(e for e in extra if e)}, key=len, reverse=True)
     shapes, key_values = re.compile(_SHAPES), re.compile(_KEY_VALUE)
 
     def hide(text: str) -> str:
