@@ -49,10 +49,13 @@ def sandbox_runtime() -> Path:
 
 
 @contextmanager
-def listener(host: str = "127.0.0.2") -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP listener on `host` (another loopback address): its port, and what reached it."""
-    server = socket.socket()
-    server.bind((host, 0))
+def listener(
+    host: str = "127.0.0.2", unix: Path | None = None
+) -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on `host` (another loopback address), or a UNIX socket at `unix` (as
+    ssh-agent's, D-Bus's, PostgreSQL's): its port (0 for a socket), and what reached it."""
+    server = socket.socket(socket.AF_UNIX) if unix else socket.socket()
+    server.bind(str(unix) if unix else (host, 0))
     server.listen()
     server.settimeout(0.2)
     got: list[bytes] = []
@@ -74,11 +77,13 @@ def listener(host: str = "127.0.0.2") -> Iterator[tuple[int, list[bytes]]]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield server.getsockname()[1], got
+        yield (0 if unix else server.getsockname()[1]), got
     finally:
         stop.set()
         thread.join()
         server.close()
+        if unix:
+            unix.unlink(missing_ok=True)
 
 
 def plant_secret(home: Path) -> Path:

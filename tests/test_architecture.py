@@ -196,6 +196,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker.models",
             "worker.operator.notify.settings",
             "worker.results",
+            "worker.secrets",
             "worker.state.retention_settings",
             "worker.review.settings",
             "worker.sandbox.settings",

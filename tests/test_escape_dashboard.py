@@ -25,7 +25,7 @@ from tests.test_sandbox import STATUS, bwrap_works, command_mode
 from tests.web_support import claude_lines, close_clients, record_run
 from worker.config import load_settings
 from worker.run.runner import RunOptions, run_once
-from worker.sandbox.reach import loopback_reachable
+from worker.sandbox.loopback import loopback_reachable
 from worker.web.server import Served, running
 
 from .conftest import needs_posix, write_message

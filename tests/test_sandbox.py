@@ -33,6 +33,8 @@ from worker.state.run_log import run_detail
 
 from .conftest import git, run_worker, state_of, write_message
 
+# Written by the boxed agent in a read-only system folder: refused (EROFS) in the box.
+PROBE = Path("/etc/worker-box-probe")
 STATUS = "printf '=== AGENT STATUS ===\\nSTATUS: success\\nREASON: done\\n===================\\n'"
 
 
@@ -94,6 +96,7 @@ def test_bubblewrap_keeps_the_agent_in_its_tree(
         workspace,
         f"exec 2>&1; cat ~/.ssh/id_ed25519; echo pwned > {outside}/escape.txt; "
         f"echo pwned > {state}/pwned.txt; cat {state}/peek.txt; echo hello > hello.txt; "
+        f"echo pwned > {PROBE}; "
         'touch "$TMPDIR/scratch" && echo "tmp ok"; ' + STATUS,
     )
     write_message(workspace, "msg-1")
@@ -108,7 +111,10 @@ def test_bubblewrap_keeps_the_agent_in_its_tree(
     assert leaks(state, log) == []
     (iteration,) = run_detail(settings, 1)["iterations"]
     assert iteration["sandbox"] == "bwrap"
-    assert any(f"{outside}/escape.txt" in line for line in iteration["sandbox_refused"])
+    # The test's folders are under /tmp, which is empty in the box (no such file): the
+    # refusal recorded is the write to the read-only system.
+    assert not PROBE.exists()
+    assert any(str(PROBE) in line for line in iteration["sandbox_refused"])
     shown = CliRunner().invoke(app, ["show", "1", "-w", str(workspace)])
     assert "sandboxed (bwrap)" in shown.stdout and "sandbox refused: " in shown.stdout
 
@@ -193,7 +199,9 @@ def test_a_dry_run_shows_the_wrapped_command_and_makes_nothing(
     assert done.returncode == 0, done.stderr
     command = json.loads(done.stdout)["command"]
     assert command[0].endswith("bwrap") and command[-3:] == ["sh", "-c", STATUS]
-    assert command[command.index("--tmpfs") + 1] == str(home / ".ssh")
+    # /tmp first (emptied in the box: private), then ~/.ssh hidden
+    tmpfs = [command[i + 1] for i, arg in enumerate(command) if arg == "--tmpfs"]
+    assert tmpfs[0] == "/tmp" and str(home / ".ssh") in tmpfs
     assert ["--bind", str(workspace), str(workspace)] == command[
         command.index("--bind") : command.index("--bind") + 3
     ]

@@ -224,7 +224,7 @@ def test_nothing_to_do_compiles_no_pattern_it_never_matches(workspace: Path) -> 
         f"    sys.argv = ['worker', *argv, '--workspace', {str(workspace)!r}]\n"
         "    try:\n        app()\n    except SystemExit:\n        pass\n"
         "import tokenize\n"
-        "from worker.fleet import settings as fleet\n"
+        "from worker import secrets as fleet  # the fleet URL's patterns live there\n"
         "from worker.kernel import control, replies\n"
         "from worker.sources.github import selection as github\n"
         "from worker.sources.github import settings as github_settings\n"

@@ -8,11 +8,13 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from worker import secrets
 from worker.config import Settings
 from worker.modes import Mode
 from worker.results import AgentRequest, AgentResult
 from worker.sandbox.box import Sandbox, find_runtime
 from worker.sandbox.programs import unstarted
+from worker.sandbox.reach import named_secrets
 from worker.sandbox.report import refusals
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ def sandboxed(settings: Settings, mode: Mode, adapter: AgentAdapter) -> AgentAda
     """`adapter` in the mode's sandbox, or as it is: with the sandbox off, or in `auto` where
     no runtime is installed (a warning). `required` without one is refused before any claim
     (`sandbox_problem`, the preflight); here it is refused again, never run unboxed."""
+    # What the settings name as secrets stays out of every child from now on, boxed or not.
+    secrets.remember(named_secrets(settings)[0])
     box = settings.sandbox
     if box.mode == "off":
         return adapter

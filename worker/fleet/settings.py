@@ -6,16 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, field_validator
 
-# `scheme://user:password@host` -> `scheme://user:***@host`; also `password=...` in a DSN.
-# Compiled at their first use (`re`'s own cache): a run without a fleet shows no URL.
-_URL_PASSWORD = r"(?i)(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*(?=@)"
-_DSN_PASSWORD = r"(?i)\b(password\s*=\s*)('[^']*'|\S+)"
-
-
-def redact_url(text: str) -> str:
-    """Hide the password of every database URL (or `password=` DSN part) in a text."""
-    text = re.sub(_URL_PASSWORD, lambda m: m["head"] + "***", text)
-    return re.sub(_DSN_PASSWORD, lambda m: m.group(1) + "***", text)
+from worker.secrets import redact_url
 
 
 class FleetSettings(BaseModel):

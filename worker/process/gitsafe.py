@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.process.proc import child_env, run_process
+from worker.state.statedir import state_home
 
 if TYPE_CHECKING:
     from git import Repo
@@ -70,9 +71,12 @@ def push_credentials(token: str, host: str) -> Iterator[list[str]]:
     """The `-c` options that make one `git push` authenticate to `host` with `token`.
 
     The helper script and the token file live in a folder only this user can enter
-    (mkdtemp: mode 0700), the token file is readable by its owner only, and the helper
-    deletes it when it hands it out: a second ask finds nothing."""
-    folder = Path(tempfile.mkdtemp(prefix="worker-push-"))
+    (mkdtemp: mode 0700) under worker's state home, which the agent's box hides (never the
+    shared /tmp), the token file is readable by its owner only, and the helper deletes it
+    when it hands it out: a second ask finds nothing."""
+    home = state_home()
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = Path(tempfile.mkdtemp(prefix="push-", dir=home))
     try:
         secret = folder / "token"
         fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import subprocess
 import threading
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 import worker
-from worker.fleet.settings import redact_url
+from worker import secrets
 from worker.process.boundedio import LINE_CAP, LOG_CAP, CappedLog, bounded_lines
 from worker.process.platform.process import TreeProcess
 
@@ -30,17 +29,6 @@ log = logging.getLogger(__name__)
 # Called with each stdout line (without the newline); returning a reason string stops the run.
 LineHandler = Callable[[str], str | None]
 
-_SECRET_ARG = re.compile(r"(?i)(token|secret|password|api[_-]?key)=\S+")
-# GitHub's tokens, Anthropic's and OpenAI's keys (`sk-proj-...` has underscores), Google's.
-_SECRET_SHAPES = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|AIza[A-Za-z0-9_-]{30,})"
-)
-# Variables whose name says they hold a secret: the worker's tokens and the agents' model keys
-# (GEMINI_API_KEY, OPENAI_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, ...), whatever their shape.
-_SECRET_NAME = re.compile(r"(?i)token|secret|password|api_?key")
-# ...but where such a variable names a place (HF_TOKEN_PATH, SECRETS_DIR), its value is no secret.
-_PLACE_NAME = re.compile(r"(?i)_(path|file|dir)$")
 _GRACE_S = 3.0
 _POLL_S = 0.2  # how often the watchdog looks at the clock and the stop flag
 
@@ -59,65 +47,28 @@ class ProcResult:
 
 
 def redact(text: str) -> str:
-    """Hide token-shaped strings and `key=value` secrets from a text meant for logs."""
-    text = _SECRET_ARG.sub(lambda m: m.group(0).split("=", 1)[0] + "=***", text)
-    for value in _secret_values():
-        text = text.replace(value, "***")
-    text = redact_url(text)
-    return _SECRET_SHAPES.sub("***", text)
+    """Hide every secret worker knows of (worker/secrets.py) from a text meant for logs."""
+    return secrets.mask(text)
 
 
 def output_redactor() -> Callable[[str], str]:
-    """What a child's output log keeps of each line: the values of the secrets in the
-    environment now and token-shaped strings hidden. Cheaper than `redact` (the values are
+    """What a child's output log keeps of each line: the secrets of the environment now (each
+    form of them) and token-shaped strings hidden. Cheaper than `redact` (the values are
     looked up once; no `key=value` rule, which would mangle the code an agent prints)."""
-    values = _secret_values()
-
-    def hide(line: str) -> str:
-        for value in values:
-            if value in line:
-                line = line.replace(value, "***")
-        return _SECRET_SHAPES.sub("***", line)
-
-    return hide
-
-
-def _secret_values() -> list[str]:
-    found = {
-        value
-        for name, value in os.environ.items()
-        if len(value) >= 8 and _SECRET_NAME.search(name) and not _PLACE_NAME.search(name)
-    }
-    return sorted(found, key=len, reverse=True)  # a longer secret holding a shorter one first
-
-
-# The worker's own GitHub token must not reach the agent: an agent reading an untrusted issue
-# could otherwise act as the worker (approve its own wait, label issues as trusted work).
-_WORKER_SECRETS = (
-    "WORKER_GITHUB_TOKEN",
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GH_ENTERPRISE_TOKEN",
-    "GITHUB_ENTERPRISE_TOKEN",
-    "WORKER_GIT_TOKEN",
-    "WORKER_FLEET__DATABASE_URL",
-    "WORKER_DASHBOARD_TOKEN",  # the dashboard's: the agent must never approve its own wait
-)
+    return secrets.masker()
 
 
 def child_env() -> dict[str, str]:
-    """The environment for child processes: ours, less the worker's tokens (and any variable
-    holding the same value under another name, such as GH_TOKEN)."""
+    """The environment for worker's own child processes: ours, less worker's secrets (and any
+    variable holding the same value under another name, such as GH_TOKEN). An agent gets less
+    still (`secrets.agent_env`, worker/sandbox/box.py)."""
     env = dict(os.environ)
     if worker.PYDANTIC_SWITCH[1] in env:  # worker's own switch, not the operator's
         for name in worker.PYDANTIC_SWITCH:
             env.pop(name, None)
-    secrets = {env[name] for name in _WORKER_SECRETS if env.get(name)}
-    return {
-        name: value
-        for name, value in env.items()
-        if name not in _WORKER_SECRETS and value not in secrets
-    }
+    known = {*secrets.WORKER_SECRETS, *secrets.remembered()}
+    values = {env[name] for name in known if env.get(name)}
+    return {name: value for name, value in env.items() if name not in known and value not in values}
 
 
 def run_process(

@@ -8,9 +8,12 @@ where it is installed, bubblewrap directly as the Linux fallback (files only: it
 so the network stays open, and `required` asks for the full set).
 
 The policy: writes only to the working tree (or worktree), the agent CLI's own session folder
-and a private temporary folder; reads refused for the user's secrets folders, worker's state
-folder and database, the inbox and the other worktrees; the network only to the model's API
-host and `[sandbox] allow_hosts`.
+and a private temporary folder; reads refused for the user's secrets folders, worker's whole
+state home (every workspace's database, inbox, transcripts and worktrees but the agent's own),
+worker's configuration and the files its settings name as secrets (worker/sandbox/reach.py);
+`/tmp` and `/run` empty (no other program's files or sockets); no capability, even as root; an
+environment by allow-list; the network only to the model's API host and `[sandbox]
+allow_hosts` (srt: bubblewrap alone leaves it open).
 """
 
 from __future__ import annotations
@@ -23,31 +26,20 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from worker import secrets
 from worker.config import Settings
 from worker.process.proc import child_env, run_process
+from worker.sandbox import reach
 from worker.sandbox.hosts import model_hosts, no_proxy_without
 from worker.sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
     from worker.results import AgentRequest
 
-# The user's secrets: keys, cloud and GitHub credentials, git's stored passwords.
-SECRET_PATHS = (
-    ".ssh",
-    ".aws",
-    ".config/gh",
-    ".netrc",
-    ".git-credentials",
-    ".gnupg",
-    ".docker/config.json",
-    ".kube",
-    ".config/gcloud",
-    ".azure",
-)
 # Where each agent CLI keeps its sessions and settings: (variable naming it, default under ~).
 SESSION_DIRS: dict[str, tuple[tuple[str, str], ...]] = {
     "claude": (("CLAUDE_CONFIG_DIR", ".claude"),),
@@ -85,6 +77,8 @@ class Policy:
     hosts: list[str]
     no_proxy: str | None = None  # the proxy-bypass list, when the model's host is local
     tmp: Path = Path(TMP_PLACEHOLDER)
+    private: list[Path] = field(default_factory=list)  # empty in the box (/tmp, /run)
+    read_back: list[Path] = field(default_factory=list)  # system files read from those
 
 
 def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
@@ -171,12 +165,14 @@ def policy_for(
     box = settings.sandbox
     home = Path(env.get("HOME") or Path.home())
     cwd = cwd.resolve()
-    write = [cwd, *_git_dirs(cwd)] if tree else []
+    git_dirs = _git_dirs(cwd)
+    write = [cwd, *git_dirs] if tree else []
     write += _session_dirs(agent, env, home, create)
-    write += [_absolute(settings, path) for path in box.allow_write]
-    deny = deny_list(settings, home)
+    write += [reach.absolute(settings, path) for path in box.allow_write]
+    deny = reach.deny_list(settings, home, env)
+    private = reach.private_dirs()
     # A worktree lives in the state folder: its own tree is open again, the others are not.
-    allow_read = [path for path in write if any(_inside(path, d) for d in deny)]
+    allow_read = [path for path in write if any(_inside(path, d) for d in [*deny, *private])]
     hosts = [*model_hosts(agent, env, home), *box.allow_hosts]
     return Policy(
         write=_unique(write),
@@ -184,15 +180,10 @@ def policy_for(
         allow_read=_unique(allow_read),
         hosts=_unique(hosts),
         no_proxy=no_proxy_without(hosts),
+        private=private,
+        # A worktree's repository (its config, refs), where /tmp hides it: read-only.
+        read_back=reach.read_back(private, [d.parent for d in git_dirs[1:]]),
     )
-
-
-def deny_list(settings: Settings, home: Path) -> list[Path]:
-    """What the agent may not read: the user's secrets, worker's state folder, database and
-    inbox, and `[sandbox] deny_read`."""
-    deny = [home / name for name in SECRET_PATHS]
-    deny += [settings.state.resolve(), settings.inbox.resolve(), settings.db_path.resolve()]
-    return deny + [_absolute(settings, path) for path in settings.sandbox.deny_read]
 
 
 def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
@@ -228,11 +219,6 @@ def _git_dirs(cwd: Path) -> list[Path]:
     except OSError:
         return [own]
     return [own, ((common if common.is_absolute() else own / common) / "objects").resolve()]
-
-
-def _absolute(settings: Settings, path: Path) -> Path:
-    path = path.expanduser()
-    return (path if path.is_absolute() else settings.workspace / path).resolve()
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -301,7 +287,9 @@ class Sandbox:
             policy = Policy(**{**policy.__dict__, "write": [*policy.write, tmp], "tmp": tmp})
             settings_file = folder / "srt-settings.json"
             settings_file.write_text(json.dumps(srt_settings(policy)), encoding="utf-8")
-            env = {**child_env(), **variables, "TMPDIR": str(tmp), "CLAUDE_CODE_TMPDIR": str(tmp)}
+            env = reach.agent_env(self.settings, self.agent)
+            env.update(variables or {})
+            env.update(TMPDIR=str(tmp), CLAUDE_CODE_TMPDIR=str(tmp))
             yield self._wrap(argv, cwd, policy, str(settings_file)), env
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -312,8 +300,8 @@ def srt_settings(policy: Policy) -> dict[str, Any]:
     return {
         "network": {"allowedDomains": policy.hosts, "deniedDomains": []},
         "filesystem": {
-            "denyRead": [str(path) for path in policy.deny_read],
-            "allowRead": [str(path) for path in policy.allow_read],
+            "denyRead": [str(path) for path in [*policy.private, *policy.deny_read]],
+            "allowRead": [str(path) for path in [*policy.allow_read, *policy.read_back]],
             "allowWrite": [str(path) for path in policy.write],
             "denyWrite": [],
         },
@@ -321,13 +309,15 @@ def srt_settings(policy: Policy) -> dict[str, Any]:
 
 
 def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
-    """bubblewrap's arguments: the system read-only, the denied paths hidden (an empty
+    """bubblewrap's arguments: no capability (as root too: `umount` and `mount -o remount`
+    refused), the system read-only, /tmp and /run empty, the denied paths hidden (an empty
     folder, made read-only last, once the writable paths beneath it are bound back), the
     writable ones bound back; a parent's mount before the mounts beneath it."""
     denied = [path for path in policy.deny_read if path.exists()]
     # A denied path inside another is hidden with it (its mount point could not be made).
     denied = [p for p in denied if not any(d != p and _inside(p, d) for d in denied)]
-    mounts: list[tuple[Path, list[str]]] = []
+    mounts = [(path, ["--tmpfs", str(path)]) for path in policy.private]
+    mounts += [(path, ["--ro-bind", str(path), str(path)]) for path in policy.read_back]
     for path in denied:
         if path.is_dir():
             mounts.append((path, ["--tmpfs", str(path)]))
@@ -336,11 +326,11 @@ def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
     for path in policy.write:
         if path.exists():
             mounts.append((path, ["--bind", str(path), str(path)]))
-    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):
         args += mount
-    for path in denied:
+    for path in [*denied, *(p for p in policy.private if not p.name.endswith("tmp"))]:
         if path.is_dir():
             args += ["--remount-ro", str(path)]
     args += ["--setenv", "TMPDIR", str(policy.tmp), "--chdir", str(cwd)]
@@ -351,10 +341,12 @@ def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
 def launch(
     request: AgentRequest, argv: list[str]
 ) -> Iterator[tuple[list[str], dict[str, str] | None]]:
-    """The command that starts the agent: `argv` in the request's sandbox, if it has one (the
-    environment None: the chokepoint's own)."""
+    """The command that starts the agent: `argv` in the request's sandbox, if it has one (its
+    environment by allow-list); unboxed, worker's children's environment without the doors
+    that let in whoever connects as the same user (ssh-agent, D-Bus)."""
     if request.sandbox is None:
-        yield argv, {**child_env(), **request.env} if request.env else None
+        env = {k: v for k, v in child_env().items() if k not in secrets.USER_DOORS}
+        yield argv, {**env, **request.env}
         return
     with request.sandbox.launch(argv, request.cwd, request.env) as (wrapped, env):
         yield wrapped, env

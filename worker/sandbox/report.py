@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.config import Settings
-from worker.sandbox.box import Runtime, deny_list, find_runtime
+from worker.sandbox.box import Runtime, find_runtime
+from worker.sandbox.reach import deny_list
 from worker.sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
@@ -60,7 +61,11 @@ def describe(settings: Settings) -> list[tuple[str, str]]:
         return [(status, f"{why}: {then}"), ("ok", note)]
     denied = deny_list(settings, Path(os.environ.get("HOME") or Path.home()))
     status = "ok" if runtime.network else "warn"
-    return [(status, _enforced(runtime, denied, box)), ("ok", note)]
+    return [
+        (status, _enforced(runtime, denied, box)),
+        ("ok" if runtime.network else "warn", _not_enforced(runtime)),
+        ("ok", note),
+    ]
 
 
 def _enforced(runtime: Runtime, deny: list[Path], box: SandboxSettings) -> str:
@@ -70,10 +75,34 @@ def _enforced(runtime: Runtime, deny: list[Path], box: SandboxSettings) -> str:
         if runtime.network
         else "NOT limited (bubblewrap alone has no proxy: install srt)"
     )
+    capabilities = (
+        "none (--cap-drop ALL, as root too)"
+        if runtime.name == "bwrap"
+        else "only inside srt's own user namespace, where its seccomp filter refuses the calls "
+        "that change a mount"
+    )
     return (
         f"agents run in {runtime.name} ({runtime.path}, mode {box.mode}): writes only to the "
         f"working tree, the agent CLI's session folder and a private tmp; reads refused for "
-        f"{denied}; network: {network}"
+        f"{denied}; /tmp and /run empty (no other program's files, no ssh-agent, D-Bus, "
+        f"PostgreSQL or docker socket); environment by allow-list (PATH, HOME, locale, proxy, "
+        f"the agent's own API variables, [sandbox] pass_env; never a secret worker knows of); "
+        f"capabilities: {capabilities}; network: {network}"
+    )
+
+
+def _not_enforced(runtime: Runtime) -> str:
+    """What the box leaves open with this runtime, said as plainly as what it holds."""
+    common = (
+        "not enforced: the agent may do anything inside its tree and its CLI's session "
+        "folder (worker treats both as data), and use all the CPU, memory and disk it is given "
+        "until the task's timeout"
+    )
+    if runtime.network:
+        return f"{common}; local TCP services reach only through srt's proxy allow-list"
+    return (
+        f"{common}; with bubblewrap alone any host is reachable, loopback included: local "
+        "services (the dashboard, a database on 127.0.0.1) see the agent as a local client"
     )
 
 

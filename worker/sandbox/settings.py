@@ -38,3 +38,7 @@ class SandboxSettings(BaseModel):
     # More folders or files the agent may not read, and more it may write.
     deny_read: list[Path] = []
     allow_write: list[Path] = []
+    # Variables the agent gets beside its own API's, PATH, HOME, locale and proxy (names, or
+    # `PREFIX_*`): the task's (`AWS_*` for Claude on Bedrock, a package registry's URL). Never
+    # one of worker's secrets, whatever this says.
+    pass_env: list[str] = []

@@ -17,7 +17,7 @@ import uvicorn
 
 from worker.config import Settings
 from worker.errors import UsageError
-from worker.sandbox.reach import loopback_reachable
+from worker.sandbox.loopback import loopback_reachable
 from worker.web.app import create_app
 from worker.web.auth import Auth, allowed_hosts, is_loopback, make_auth
 

@@ -5,19 +5,18 @@ project's redaction before it is rendered."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from worker import secrets
 from worker.config import Settings
 from worker.errors import MalformedInput, UsageError
 from worker.fleet.view import fleet_log
 from worker.fleet.view import fleet_view as db_view
 from worker.operator.queue_plan import queue as plan
 from worker.operator.status import status as operator_status
-from worker.process.proc import output_redactor
 from worker.run.costs import report as cost_report
 from worker.state.progress import progress_of, tool_summary
 from worker.state.run_log import describe, run_detail, runs_where
@@ -34,27 +33,14 @@ PAGE = 50  # runs per history page
 _EVENTS = 300  # transcript events shown per iteration
 _TEXT = 2000  # characters of one transcript event
 _SPEND_DAYS = 30
-_KEY_VALUE = re.compile(r"(?i)\b([\w.-]*(?:token|secret|password|api_?key)[\w.-]*)=\S+")
 
 
 def scrubber(extra: tuple[str, ...] = ()) -> Callable[[Any], Any]:
     """A function that hides secrets in every string of a JSON-like value: the values of the
     secrets in the environment, token shapes (as the logs), `name=value` secrets, and `extra`
     (the dashboard's own token)."""
-    hide = output_redactor()
-
-    def scrub(value: Any) -> Any:
-        if isinstance(value, str):
-            for secret in extra:
-                value = value.replace(secret, "***")
-            return _KEY_VALUE.sub(lambda m: f"{m.group(1)}=***", hide(value))
-        if isinstance(value, dict):
-            return {k: scrub(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [scrub(v) for v in value]
-        return value
-
-    return scrub
+    hide = secrets.masker(extra=extra, key_value=True)
+    return lambda value: secrets.mask_all(value, hide)
 
 
 def overview(settings: Settings) -> dict[str, Any]:

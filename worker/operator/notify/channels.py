@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from worker import secrets
 from worker.operator.notify.settings import NotifySettings, telegram_configured
 
 _MAX_ANSWER = 1_000_000
@@ -49,6 +50,7 @@ def bot_of(settings: NotifySettings) -> Bot | None:
     """The configured bot, or None when Telegram is not configured or its token variable is
     unset. With `[notify.telegram]` but no chat yet, the bot still reads its messages: each
     chat that writes to it is logged with its id and the line that allows it (onboarding)."""
+    secrets.remember(secrets.variables_named_by(settings))
     token = os.environ.get(settings.telegram.token_env, "").strip()
     if not telegram_configured(settings) or not token:
         return None

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from worker import secrets
 from worker.errors import ConfigError
 from worker.process.platform.cron_interval import Refusal, cron_times, human_s
 
@@ -48,15 +49,6 @@ class Schedule:
     kind: Kind
     target: Target
     files: dict[str, str]  # file name -> content; cron has one pseudo-file, "crontab"
-
-
-# A variable whose name says it holds a secret, or whose value is a URL with a password in it
-# (`WORKER_FLEET__DATABASE_URL`), never goes into a schedule (a crontab, a unit file and a task
-# XML are readable files): it stays in the environment file or the profile.
-_SECRET_NAME = re.compile(
-    r"(?i)token|secret|password|passwd|api_?key|credential|private|database_url|dsn"
-)
-_URL_PASSWORD = re.compile(r"://[^/\s@]*:[^/\s@]*@")
 
 
 @dataclass(frozen=True)
@@ -109,7 +101,9 @@ def schedule_env(env: Mapping[str, str], settings: Settings | None = None) -> Sc
     for name in sorted(env):
         if not name.startswith("WORKER_"):
             continue
-        if _SECRET_NAME.search(name) or _URL_PASSWORD.search(env[name]):
+        # A crontab, a unit file and a task XML are readable files: a secret (by its name, or a
+        # URL with a password in it) stays in the environment file or the profile.
+        if secrets.is_secret_name(name) or secrets.has_url_password(env[name]):
             left_out.append(name)
         else:
             variables[name] = env[name]
