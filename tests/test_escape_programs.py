@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.escape_support import outside_tmp
 from tests.sandbox_support import SECRET, plant_secret, sandbox_runtime
 from tests.test_sandbox import STATUS, bwrap_works, command_mode
 from worker.agents.infra import missing_binary
@@ -26,6 +27,8 @@ from worker.modes import Mode
 from worker.results import AgentRequest
 
 from .conftest import git, needs_posix, run_worker, state_of, write_message
+
+__all__ = ["outside_tmp"]  # a fixture, imported for pytest
 
 pytestmark = needs_posix("bubblewrap, srt and a virtual environment's bin/ layout")
 
@@ -236,15 +239,17 @@ def test_a_program_gone_after_the_preflight_is_not_found_not_an_agent_error(
 
 
 def test_a_check_the_box_refuses_a_write_is_a_set_up_problem_not_a_task(
-    workspace: Path, home: Path, tmp_path: Path
+    workspace: Path, outside_tmp: Path, tmp_path: Path
 ) -> None:
-    """A Makefile's test writes a cache in the home folder, which the box keeps read-only:
-    a set-up problem in words (what to allow), and no agent is started for it."""
+    """A Makefile's test writes a cache in a folder outside the tree, which the box keeps
+    read-only (one outside /tmp, which the box empties): a set-up problem in words (what to
+    allow), and no agent is started for it."""
+    cache = outside_tmp / ".cache"
     workspace.mkdir(parents=True, exist_ok=True)
-    (workspace / "Makefile").write_text("test:\n\tmkdir -p $(HOME)/.cache/tool && echo ok\n")
+    (workspace / "Makefile").write_text(f"test:\n\tmkdir -p {cache}/tool && echo ok\n")
     git(workspace, "init", "-q")
     command_mode(workspace, "echo ran > ran.txt; " + STATUS)
     done = run_worker(workspace, "run", env=boxed_env("bwrap", tmp_path))
     assert "writes where the sandbox refuses" in done.stdout + done.stderr, done.stdout
     assert "[sandbox] allow_write" in done.stdout + done.stderr
-    assert not (workspace / "ran.txt").exists() and not (home / ".cache" / "tool").exists()
+    assert not (workspace / "ran.txt").exists() and not (cache / "tool").exists()
