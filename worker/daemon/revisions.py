@@ -20,7 +20,7 @@ from pathlib import Path
 import worker
 from worker.config import Settings
 from worker.daemon.health import REVISION_ENV
-from worker.process.gitsafe import git_argv
+from worker.process.gitview import main_checkout, run_git
 from worker.process.proc import redact, run_process
 
 _DONE = ".worker-snapshot-complete"
@@ -40,11 +40,10 @@ def find_repo(settings: Settings) -> Path | None:
 
 def head(repo: Path) -> str | None:
     """The commit checked out in `repo`, or None (no commits yet, not a repository)."""
-    result = run_process(
-        git_argv("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
-        cwd=repo,
-        timeout_s=_GIT_TIMEOUT_S,
-    )
+    checkout = main_checkout(repo)
+    if checkout is None:
+        return None
+    result = run_git(checkout, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     sha = result.stdout.strip()
     return sha if result.exit_code == 0 and sha else None
 
@@ -63,9 +62,16 @@ def export(repo: Path, rev: str, dest: Path) -> str | None:
     shutil.rmtree(dest, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        result = run_process(
-            git_argv("archive", "--format=tar", "-o", str(archive), rev),
-            cwd=repo,
+        checkout = main_checkout(repo)
+        if checkout is None:
+            return f"{repo} is not a git checkout worker can read"
+        result = run_git(
+            checkout,
+            "archive",
+            "--format=tar",
+            "-o",
+            str(archive),
+            rev,
             timeout_s=_GIT_TIMEOUT_S * 5,
         )
         if result.exit_code != 0:
