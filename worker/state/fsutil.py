@@ -125,7 +125,7 @@ def json_files(folder: Path) -> list[Path]:
                 for e in entries
                 if e.name.endswith(".json")
                 and not e.name.startswith(".")
-                and e.is_file(follow_symlinks=False)
+                and (e.is_file() or e.is_symlink())  # a link: its reader sets it aside
             ]
     except OSError:
         return []
