@@ -30,6 +30,7 @@ from worker.process.workspace_git import (
 )
 from worker.review.changes import task_changes
 from worker.run.runner import RunOptions, run_once
+from worker.sandbox.box import policy_for
 from worker.sources.github.delivery import bring_base_in, push_branch
 from worker.sources.github.settings import GitHubSettings
 
@@ -322,3 +323,20 @@ def test_a_whole_run_with_the_agent_planting_git_programs(
     assert not attack.marker.exists(), attack.marker.read_text()
     assert git(ws, "rev-parse", "main") == main_before
     assert git(ws, "show", "worker/msg-git:WORK.md") == "agent-work\n"
+
+
+def test_the_box_of_the_next_iteration_is_not_widened_by_the_git_file(tmp_path: Path) -> None:
+    """The agent points its worktree's `.git` file (and `commondir`) at the main repository's
+    git folder: the box of its next iteration still lets it write only the worktree's own git
+    folder and the object store, from worker's record, never the main `.git` (config, refs)."""
+    attack = Attack(tmp_path, "filter-clean")
+    attack.repository()
+    ws = attack.ws
+    tree, _ = create_worktree(ws, tmp_path / "state" / "worktrees", "task-1")
+    common = (ws / ".git").resolve()
+    admin = common / "worktrees" / tree.name
+    (tree / ".git").write_text(f"gitdir: {common}\n")
+    (admin / "commondir").write_text(f"{tmp_path}\n")
+    write = policy_for(load_settings(ws), "claude", tree).write
+    assert common not in write and tmp_path.resolve() not in write
+    assert admin in write and common / "objects" in write and tree.resolve() in write

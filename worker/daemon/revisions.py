@@ -20,7 +20,7 @@ from pathlib import Path
 import worker
 from worker.config import Settings
 from worker.daemon.health import REVISION_ENV
-from worker.process.gitview import main_checkout, run_git
+from worker.process.gitsafe import git_argv
 from worker.process.proc import redact, run_process
 
 _DONE = ".worker-snapshot-complete"
@@ -40,10 +40,11 @@ def find_repo(settings: Settings) -> Path | None:
 
 def head(repo: Path) -> str | None:
     """The commit checked out in `repo`, or None (no commits yet, not a repository)."""
-    checkout = main_checkout(repo)
-    if checkout is None:
-        return None
-    result = run_git(checkout, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    result = run_process(
+        git_argv("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+        cwd=repo,
+        timeout_s=_GIT_TIMEOUT_S,
+    )
     sha = result.stdout.strip()
     return sha if result.exit_code == 0 and sha else None
 
@@ -62,16 +63,9 @@ def export(repo: Path, rev: str, dest: Path) -> str | None:
     shutil.rmtree(dest, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        checkout = main_checkout(repo)
-        if checkout is None:
-            return f"{repo} is not a git checkout worker can read"
-        result = run_git(
-            checkout,
-            "archive",
-            "--format=tar",
-            "-o",
-            str(archive),
-            rev,
+        result = run_process(
+            git_argv("archive", "--format=tar", "-o", str(archive), rev),
+            cwd=repo,
             timeout_s=_GIT_TIMEOUT_S * 5,
         )
         if result.exit_code != 0:

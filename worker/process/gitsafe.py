@@ -28,12 +28,13 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from worker.process.gitview import Checkout, git_argv, run_git
+from worker.process.gitview import MERGE_STATE, Checkout, git_argv, read_data, run_git, view
 from worker.process.proc import run_process
 
-__all__ = ["git_argv", "push_credentials", "scratch_repo"]
+__all__ = ["git_argv", "merge_from", "push_credentials", "scratch_repo"]
 
 
 @contextlib.contextmanager
@@ -83,6 +84,42 @@ def scratch_repo(checkout: Checkout, branch: str, env: dict[str, str]) -> Iterat
             update = git_argv("update-ref", f"refs/heads/{branch}", commit)
             run_process(update, cwd=scratch, timeout_s=60, env=env)
         yield scratch  # without the branch (not a commit here) the push names what is missing
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What `merge_from` did: merged cleanly, left conflicts in `conflicts`, or failed."""
+
+    clean: bool
+    conflicts: list[str]
+    said: str  # git's words when it did not merge cleanly
+
+
+def merge_from(checkout: Checkout, source: Path, base: str) -> Merged:
+    """Merge branch `base` of the repository at `source` (a scratch repository of worker's)
+    into the worktree's branch. A merge that stops on conflicts stays in progress: its state
+    goes to the worktree's git folder, for the agent (or worker's commit) to conclude."""
+    identity = {"GIT_AUTHOR_NAME": "worker", "GIT_AUTHOR_EMAIL": "worker@localhost"}
+    identity |= {"GIT_COMMITTER_NAME": "worker", "GIT_COMMITTER_EMAIL": "worker@localhost"}
+    with view(checkout) as env:
+        fetched = run_process(
+            git_argv("fetch", "-q", str(source), base), cwd=checkout.tree, timeout_s=300, env=env
+        )
+        if fetched.exit_code != 0:
+            return Merged(False, [], fetched.stderr_tail.strip()[-300:])
+        merge = git_argv("merge", "--no-edit", "-m", f"Merge branch '{base}'", "FETCH_HEAD")
+        merged = run_process(merge, cwd=checkout.tree, timeout_s=300, env={**env, **identity})
+        if merged.exit_code == 0:
+            return Merged(True, [], "")
+        listed = git_argv("diff", "--name-only", "--diff-filter=U")
+        files = run_process(listed, cwd=checkout.tree, timeout_s=60, env=env).stdout.split()
+        if files and checkout.gitdir.is_dir() and not checkout.gitdir.is_symlink():
+            for name in MERGE_STATE:
+                data = read_data(Path(env["GIT_DIR"]) / name)
+                if data is not None:
+                    (checkout.gitdir / name).write_bytes(data)
+    said = merged.stderr_tail.strip()[-300:] or merged.stdout.strip()[-300:]
+    return Merged(False, files, said)
 
 
 def _helper_script(secret: Path, host: str) -> str:

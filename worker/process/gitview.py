@@ -35,12 +35,16 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from worker.process.proc import ProcResult, child_env, run_process
+
+if sys.platform == "win32":  # pragma: no cover - junctions stand for links there
+    import _winapi
 
 log = logging.getLogger(__name__)
 
@@ -197,17 +201,30 @@ def _fill(folder: Path, checkout: Checkout) -> None:
     (folder / "HEAD").write_text(_head(checkout) + "\n", encoding="utf-8")
     if not _is_folder(common / "refs"):
         raise OSError(f"{common / 'refs'} is not a folder")
-    (folder / "refs").symlink_to(common / "refs", target_is_directory=True)
+    _link(folder / "refs", common / "refs")
     for name in ("packed-refs", "shallow"):
         if _is_file(common / name):
-            (folder / name).symlink_to(common / name)
+            _link(folder / name, common / name)
     if _is_folder(common / "worktrees"):
-        (folder / "worktrees").symlink_to(common / "worktrees", target_is_directory=True)
+        _link(folder / "worktrees", common / "worktrees")
     exclude = read_data(common / "info" / "exclude")
     if exclude is not None:
         (folder / "info").mkdir()
         (folder / "info" / "exclude").write_bytes(exclude)
     (folder / "config").write_text(_config(common), encoding="utf-8")
+
+
+def _link(at: Path, target: Path) -> None:
+    """`at` in the view stands for the repository's `target`: a symbolic link; where making
+    one needs a privilege (Windows), a junction for a folder, a copy for a file (the view only
+    reads `packed-refs` and `shallow`)."""
+    try:
+        at.symlink_to(target, target_is_directory=target.is_dir())
+    except OSError:  # pragma: no cover - Windows without the privilege to make links
+        if target.is_dir() and sys.platform == "win32":
+            _winapi.CreateJunction(str(target), str(at))
+        else:
+            shutil.copyfile(target, at)
 
 
 def _head(checkout: Checkout) -> str:

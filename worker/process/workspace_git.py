@@ -19,18 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from worker.errors import UsageError
-from worker.process.gitview import (
-    MERGE_STATE,
-    Checkout,
-    git_argv,
-    main_checkout,
-    read_data,
-    run_git,
-    view,
-    worktree_checkout,
-)
+from worker.process.gitview import Checkout, main_checkout, read_data, run_git, worktree_checkout
 from worker.process.platform.names import portable_name
-from worker.process.proc import run_process
 
 log = logging.getLogger(__name__)
 
@@ -281,39 +271,3 @@ def _remove(path: Path, admin: Path) -> None:
             folder.unlink()
         elif folder.exists():
             shutil.rmtree(folder)
-
-
-@dataclass(frozen=True)
-class Merged:
-    """What `merge_from` did: merged cleanly, left conflicts in `conflicts`, or failed."""
-
-    clean: bool
-    conflicts: list[str]
-    said: str  # git's words when it did not merge cleanly
-
-
-def merge_from(checkout: Checkout, source: Path, base: str) -> Merged:
-    """Merge branch `base` of the repository at `source` (a scratch repository of worker's)
-    into the worktree's branch. A merge that stops on conflicts stays in progress: its state
-    goes to the worktree's git folder, for the agent (or worker's commit) to conclude."""
-    identity = {"GIT_AUTHOR_NAME": "worker", "GIT_AUTHOR_EMAIL": "worker@localhost"}
-    identity |= {"GIT_COMMITTER_NAME": "worker", "GIT_COMMITTER_EMAIL": "worker@localhost"}
-    with view(checkout) as env:
-        fetched = run_process(
-            git_argv("fetch", "-q", str(source), base), cwd=checkout.tree, timeout_s=300, env=env
-        )
-        if fetched.exit_code != 0:
-            return Merged(False, [], fetched.stderr_tail.strip()[-300:])
-        merge = git_argv("merge", "--no-edit", "-m", f"Merge branch '{base}'", "FETCH_HEAD")
-        merged = run_process(merge, cwd=checkout.tree, timeout_s=300, env={**env, **identity})
-        if merged.exit_code == 0:
-            return Merged(True, [], "")
-        listed = git_argv("diff", "--name-only", "--diff-filter=U")
-        files = run_process(listed, cwd=checkout.tree, timeout_s=60, env=env).stdout.split()
-        if files and checkout.gitdir.is_dir() and not checkout.gitdir.is_symlink():
-            for name in MERGE_STATE:
-                data = read_data(Path(env["GIT_DIR"]) / name)
-                if data is not None:
-                    (checkout.gitdir / name).write_bytes(data)
-    said = merged.stderr_tail.strip()[-300:] or merged.stdout.strip()[-300:]
-    return Merged(False, files, said)

@@ -15,10 +15,9 @@ from urllib.parse import quote, urlsplit
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
-from worker.process.gitsafe import git_argv, push_credentials, scratch_repo
+from worker.process.gitsafe import git_argv, merge_from, push_credentials, scratch_repo
 from worker.process.gitview import base_env, main_checkout, worktree_checkout
 from worker.process.proc import redact, run_process
-from worker.process.workspace_git import merge_from
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
