@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeAgent, git, needs_posix, write_message
+from tests.sandbox_support import sandbox_runtime
+from tests.test_sandbox import STATUS, bwrap_works, command_mode
 from worker.config import load_settings
 from worker.process.workspace_git import (
     changed_files,
@@ -340,3 +342,59 @@ def test_the_box_of_the_next_iteration_is_not_widened_by_the_git_file(tmp_path: 
     write = policy_for(load_settings(ws), "claude", tree).write
     assert common not in write and tmp_path.resolve() not in write
     assert admin in write and common / "objects" in write and tree.resolve() in write
+
+
+@pytest.mark.parametrize("runtime", ["bwrap", "srt"])
+def test_a_boxed_agent_planting_git_programs_runs_none_of_them(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, runtime: str
+) -> None:
+    """The same attack from inside the box (bubblewrap alone, and `srt`), by an agent that runs
+    shell commands: what the box lets it write (`.gitattributes`, its `.git` file, its git
+    folder's `HEAD` and `config.worktree`) and what it does not (the main `.git/config`,
+    tried anyway) start no program of its in worker's git after the task."""
+    if runtime == "srt":
+        monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(sandbox_runtime()))
+    else:
+        bwrap_works()
+        monkeypatch.setenv("WORKER_SANDBOX__SRT_BIN", str(tmp_path / "no-srt"))
+    monkeypatch.setenv("WORKER_SANDBOX__MODE", "required" if runtime == "srt" else "auto")
+    # The operator's own ~/.gitconfig applies to worker's git: the box must keep it read-only.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    for name in ("WORKER_REVIEW__ENABLED", "WORKER_FALLBACK__ENABLED"):
+        monkeypatch.setenv(name, "false")
+    ws = workspace
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "README.md").write_text("hello\n")
+    (ws / ".gitignore").write_text("inbox/\nwait_states/\nmodes/\n")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    main_before = git(ws, "rev-parse", "main")
+    (tmp_path / "attack").mkdir()
+    attack = Attack(tmp_path / "attack", "filter-clean")
+    prog = shlex.quote(str(attack.prog))
+    planted = (
+        f'[filter "evil"]\n\tclean = {attack.prog}\n[diff "evil"]\n\ttextconv = {attack.prog}\n'
+    )
+    script = "; ".join(
+        [
+            f"printf {shlex.quote(planted)} >> {shlex.quote(str(ws / '.git' / 'config'))}",
+            "echo '* filter=evil diff=evil' > .gitattributes",
+            "echo agent-work > WORK.md",
+            'admin=$(sed -n "s/^gitdir: //p" .git)',
+            f'printf {shlex.quote(planted)} > "$admin/config.worktree"',
+            'echo "ref: refs/heads/main" > "$admin/HEAD"',
+            f"git config --global filter.evil.clean {prog}",
+            STATUS,
+        ]
+    )
+    command_mode(ws, f"{script} 2>/dev/null; {STATUS}")
+    write_message(ws, "msg-boxed", subject="Do it")
+    report = run_once(load_settings(ws), RunOptions(use_worktree=True))
+    assert report.outcome.value == "success", report.reason
+    assert report.branch == "worker/msg-boxed"
+    assert not attack.marker.exists(), attack.marker.read_text()
+    assert git(ws, "rev-parse", "main") == main_before
+    assert git(ws, "show", "worker/msg-boxed:WORK.md") == "agent-work\n"
+    assert "evil" not in (ws / ".git" / "config").read_text(), "the box kept the main config"
+    assert not (tmp_path / "home" / ".gitconfig").exists(), "and the operator's"
