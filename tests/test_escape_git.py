@@ -223,6 +223,16 @@ def subprocess_git(cwd: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
 
 
+def _committed(ws: Path, ignored: str) -> str:
+    """`ws` as a repository with one commit on main (worker's folders ignored); main's commit."""
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "README.md").write_text("hello\n")
+    (ws / ".gitignore").write_text(ignored)
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    return git(ws, "rev-parse", "main")
+
+
 def _evil_repository(attack: Attack) -> Path:
     """A repository of the agent's own, with the program in its config and the task's branch."""
     evil = attack.root / "evil"
@@ -293,12 +303,7 @@ def test_a_whole_run_with_the_agent_planting_git_programs(
     it was."""
     monkeypatch.setenv("WORKER_REVIEW__ENABLED", "false")
     ws = workspace
-    git(ws, "init", "-q", "-b", "main")
-    (ws / "README.md").write_text("hello\n")
-    (ws / ".gitignore").write_text("inbox/\nwait_states/\n")
-    git(ws, "add", "-A")
-    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    main_before = git(ws, "rev-parse", "main")
+    main_before = _committed(ws, "inbox/\nwait_states/\n")
     (tmp_path / "attack").mkdir()
     attack = Attack(tmp_path / "attack", "filter-clean")
     evil = _evil_repository(attack)
@@ -364,12 +369,7 @@ def test_a_boxed_agent_planting_git_programs_runs_none_of_them(
     for name in ("WORKER_REVIEW__ENABLED", "WORKER_FALLBACK__ENABLED"):
         monkeypatch.setenv(name, "false")
     ws = workspace
-    git(ws, "init", "-q", "-b", "main")
-    (ws / "README.md").write_text("hello\n")
-    (ws / ".gitignore").write_text("inbox/\nwait_states/\nmodes/\n")
-    git(ws, "add", "-A")
-    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    main_before = git(ws, "rev-parse", "main")
+    main_before = _committed(ws, "inbox/\nwait_states/\nmodes/\n")
     (tmp_path / "attack").mkdir()
     attack = Attack(tmp_path / "attack", "filter-clean")
     prog = shlex.quote(str(attack.prog))

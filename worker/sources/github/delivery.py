@@ -183,7 +183,7 @@ def push_branch(
     if url is None or checkout is None:
         return f"git push {branch}: no repository to push to; set [github] remote to its URL"
     if token and url.lower().startswith("http://"):
-        return f"git push {url} {branch}: refused, the token never goes over http"
+        return redact(f"git push {url} {branch}: refused, the token never goes over http")
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(scratch_repo(checkout, branch, env))
         config: list[str] = []
