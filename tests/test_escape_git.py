@@ -398,3 +398,17 @@ def test_a_boxed_agent_planting_git_programs_runs_none_of_them(
     assert git(ws, "show", "worker/msg-boxed:WORK.md") == "agent-work\n"
     assert "evil" not in (ws / ".git" / "config").read_text(), "the box kept the main config"
     assert not (tmp_path / "home" / ".gitconfig").exists(), "and the operator's"
+
+
+def test_refs_made_a_link_stop_worker_git_without_a_crash(tmp_path: Path) -> None:
+    """`.git/refs` turned into a link to another repository's refs: worker's view is not made
+    over it; progress reads as "outside git" and the run goes on."""
+    attack = Attack(tmp_path, "filter-clean")
+    attack.repository()
+    evil = _evil_repository(attack)
+    refs = attack.ws / ".git" / "refs"
+    refs.rename(tmp_path / "moved-refs")
+    refs.symlink_to(evil / ".git" / "refs", target_is_directory=True)
+    (attack.ws / "data.txt").write_text("changed\n")
+    assert work_state(attack.ws) is None and changed_files(attack.ws) == []
+    assert not attack.marker.exists()

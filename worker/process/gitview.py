@@ -126,14 +126,20 @@ def run_git(
     index: Path | None = None,
     extra_env: dict[str, str] | None = None,
 ) -> ProcResult:
-    """`git <args>` on `checkout` through the process chokepoint, with worker's view of it."""
-    with view(checkout) as env:
-        env.update(extra_env or {})
-        if index is not None:
-            env["GIT_INDEX_FILE"] = str(index)
-        return run_process(
-            git_argv(*args), cwd=checkout.tree, timeout_s=timeout_s, env=env, cap_bytes=cap_bytes
-        )
+    """`git <args>` on `checkout` through the process chokepoint, with worker's view of it. A
+    view that cannot be made (the repository's `refs` a link) is git's own failure (128)."""
+    argv = git_argv(*args)
+    try:
+        with view(checkout) as env:
+            env.update(extra_env or {})
+            if index is not None:
+                env["GIT_INDEX_FILE"] = str(index)
+            return run_process(
+                argv, cwd=checkout.tree, timeout_s=timeout_s, env=env, cap_bytes=cap_bytes
+            )
+    except OSError as exc:
+        log.warning("worker runs no git in %s: %s", checkout.tree, exc)
+        return ProcResult(argv, 128, "", str(exc), 0.0)
 
 
 def git_argv(*args: str) -> list[str]:
