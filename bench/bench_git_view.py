@@ -28,8 +28,8 @@ from timing import REPO, ROUNDS, environment_note
 
 sys.path.insert(0, str(REPO))
 
-from worker.process.gitview import git_argv, main_checkout, run_git  # noqa: E402
-from worker.process.proc import run_process  # noqa: E402
+from worker.process.gitview import git_argv, main_checkout, run_git
+from worker.process.proc import run_process
 
 GOAL_MS = 15.0
 STATUS = ("status", "--porcelain=v2", "--branch", "--untracked-files=all")
