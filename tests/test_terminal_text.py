@@ -80,3 +80,19 @@ def test_every_way_ui_prints_makes_controls_visible(capsys: pytest.CaptureFixtur
 def test_visible_keeps_newlines_tabs_and_text() -> None:
     assert visible("a\tb\nc é 日本") == "a\tb\nc é 日本"
     assert visible("\x00\x9b\u2066") == "\\x00\\x9b\\u2066"
+
+
+def test_a_notification_carries_the_escapes_made_visible(tmp_path: Path) -> None:
+    """A notification (a chat message, a webhook a subscriber may print) holds the reason with
+    its control characters shown, never raw."""
+    from worker.config import load_settings
+    from worker.operator.notify import outbox
+    from worker.state.store import Store
+
+    settings = load_settings(tmp_path, env={"WORKER_NOTIFY__WEBHOOK__URL": "http://127.0.0.1:9/x"})
+    with Store(settings.db_path) as store:
+        added = outbox.enqueue(settings, store, "failed", "k", f"title{TITLE}", REASON, "t-1")
+        rows = outbox.pending(store)
+    assert added == 1 and len(rows) == 1
+    _no_raw_control(rows[0]["title"] + rows[0]["text"])
+    assert "\\x1b]52;c;aGVsbG8=\\x07" in rows[0]["text"]
