@@ -23,9 +23,11 @@ from tests.conftest import FakeAgent, git, needs_posix, write_message
 from tests.sandbox_support import sandbox_runtime
 from tests.test_sandbox import STATUS, bwrap_works, command_mode
 from worker.config import load_settings
+from worker.errors import UsageError
 from worker.process.workspace_git import (
     changed_files,
     create_worktree,
+    ensure_repo,
     finish_worktree,
     save_diff,
     work_state,
@@ -412,3 +414,15 @@ def test_refs_made_a_link_stop_worker_git_without_a_crash(tmp_path: Path) -> Non
     (attack.ws / "data.txt").write_text("changed\n")
     assert work_state(attack.ws) is None and changed_files(attack.ws) == []
     assert not attack.marker.exists()
+
+
+def test_a_workspace_that_is_a_linked_worktree_is_refused_in_words(tmp_path: Path) -> None:
+    """A `.git` file in the workspace names another git folder, which worker never follows:
+    `--use-worktree` says so and what to do, before anything is claimed."""
+    attack = Attack(tmp_path, "filter-clean")
+    attack.repository()
+    linked = tmp_path / "linked"
+    git(attack.ws, "worktree", "add", "-q", str(linked), "-b", "side")
+    with pytest.raises(UsageError, match="linked worktree or a submodule"):
+        ensure_repo(linked)
+    assert work_state(linked) is None

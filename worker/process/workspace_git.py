@@ -151,6 +151,13 @@ def save_diff(cwd: Path, path: Path) -> Path | None:
 def ensure_repo(path: Path) -> None:
     """Fail early (before any claim) when `--use-worktree` cannot work here."""
     checkout = main_checkout(path)
+    marker = path / ".git"
+    if checkout is None and marker.is_file() and not marker.is_symlink():
+        raise UsageError(
+            f"--use-worktree needs the repository's main checkout; {path} is a linked worktree "
+            "or a submodule (its `.git` is a file, which worker does not follow): run worker "
+            "in the main checkout"
+        )
     if checkout is None or run_git(checkout, "rev-parse", "--git-dir", timeout_s=30).exit_code:
         raise UsageError(f"--use-worktree needs a git repository; {path} is not one")
 
