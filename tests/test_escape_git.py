@@ -426,3 +426,22 @@ def test_a_workspace_that_is_a_linked_worktree_is_refused_in_words(tmp_path: Pat
     with pytest.raises(UsageError, match="linked worktree or a submodule"):
         ensure_repo(linked)
     assert work_state(linked) is None
+
+
+def test_a_tracked_file_made_a_fifo_or_a_link_is_not_opened_by_progress(tmp_path: Path) -> None:
+    """The progress digest reads changed files' bytes: a tracked file turned into a FIFO (an
+    open would wait forever) or a link to a file outside is not read through."""
+    attack = Attack(tmp_path, "filter-clean")
+    attack.repository()
+    ws = attack.ws
+    (ws / "data.txt").unlink()
+    os.mkfifo(ws / "data.txt")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("one\n")
+    (ws / "README.md").unlink()
+    (ws / "README.md").symlink_to(secret)
+    first = work_state(ws)
+    assert first is not None and {"data.txt", "README.md"} <= set(first.files)
+    secret.write_text("changed outside\n")
+    second = work_state(ws)
+    assert second is not None and second.digest == first.digest, "the target was not read"

@@ -39,6 +39,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
 
 from worker.process.proc import ProcResult, child_env, run_process
@@ -275,18 +276,22 @@ def _repository_keys(raw: bytes) -> dict[str, str]:
 
 
 def read_data(path: Path, cap: int = _CONFIG_CAP) -> bytes | None:
-    """A small regular file's bytes, never through a link (a FIFO or a device is not read
-    either); None when it is missing or not such a file."""
+    """A small regular file's bytes (see `open_data`); None when it is no such file."""
+    with open_data(path) as handle:
+        return None if handle is None else handle.read(cap)
+
+
+@contextlib.contextmanager
+def open_data(path: Path) -> Iterator[BufferedReader | None]:
+    """A regular file open for reading, never through a link (a FIFO or a device is not read
+    either: it could block); None when it is missing or not such a file."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, cap)
-    finally:
-        os.close(fd)
+        yield None
+        return
+    with os.fdopen(fd, "rb") as handle:
+        yield handle if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def _is_folder(path: Path) -> bool:

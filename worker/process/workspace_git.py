@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from worker.errors import UsageError
-from worker.process.gitview import Checkout, main_checkout, read_data, run_git, worktree_checkout
+from worker.process.gitview import (
+    Checkout,
+    main_checkout,
+    open_data,
+    read_data,
+    run_git,
+    worktree_checkout,
+)
 from worker.process.platform.names import portable_name
 
 log = logging.getLogger(__name__)
@@ -101,9 +108,9 @@ def work_state(cwd: Path, workspace: Path | None = None) -> WorkState | None:
 
 def _digest_file(digest: Any, path: Path) -> None:
     # The file itself, never where a link of the agent's points (a FIFO would block).
-    data = read_data(path, cap=1 << 30)
-    if data is not None:  # deleted, a link, not a file: no bytes
-        digest.update(hashlib.sha256(data).digest())
+    with open_data(path) as handle:
+        if handle is not None:  # deleted, a link, not a file: no bytes
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
 
 
 # The worktrees this process made, as worker recorded them (see `checkout_of`).
