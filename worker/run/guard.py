@@ -19,7 +19,7 @@ from pathlib import Path
 
 from worker.config import CONFIG_FILE, Settings
 from worker.modes import modes_path
-from worker.state.fsutil import atomic_write_text, is_link, real_folder
+from worker.state.fsutil import atomic_write_text, is_link
 from worker.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,8 @@ class WorkspaceGuard:
         if configured is not None and configured not in paths:
             paths.append(configured)
         self.saved = {path: _read(path) for path in paths}
-        # The folders between the workspace and each file, as they were: real folders only.
+        # The folders between the workspace and each file, when they are real folders now (a
+        # link the operator made before the run is theirs, and stays).
         self.folders = {path: _folders(settings.workspace, path) for path in paths}
 
     def check(self, store: Store, keep_dir: Path) -> list[str]:
@@ -54,7 +55,7 @@ class WorkspaceGuard:
                 if not linked:
                     path.unlink(missing_ok=True)
             else:
-                real_folder(path.parent)
+                path.parent.mkdir(parents=True, exist_ok=True)  # in place of a removed link
                 atomic_write_text(path, before)
             codes.append("WORKER_CONFIG_RESTORED")
         if store.restore_file():
