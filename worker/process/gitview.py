@@ -174,7 +174,7 @@ def view(checkout: Checkout) -> Iterator[dict[str, str]]:
 def base_env() -> dict[str, str]:
     """The environment of every git process worker starts: no token, no prompt, no helper a
     variable of the operator's names, only known transports."""
-    env = {k: v for k, v in child_env().items() if not k.startswith(_REPO_VARIABLES)}
+    env = {k: v for k, v in child_env().items() if k not in _REPO_VARIABLES}
     env.update(
         GIT_TERMINAL_PROMPT="0",
         GIT_ASKPASS="",  # set, so `core.askPass` is not looked up; empty, so nothing runs
@@ -186,8 +186,9 @@ def base_env() -> dict[str, str]:
     return env
 
 
-# Variables that would point git at another repository, index or object store than worker's.
-_REPO_VARIABLES = (
+# Variables that would point git at another repository, index or object store than worker's,
+# or name a program (the operator's own GIT_CONFIG_* settings stay: they are not the agent's).
+_REPO_VARIABLES = {
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -200,7 +201,7 @@ _REPO_VARIABLES = (
     "GIT_SSH_COMMAND",
     "GIT_EXTERNAL_DIFF",
     "GIT_CONFIG",
-)
+}
 
 
 def _fill(folder: Path, checkout: Checkout) -> None:
@@ -212,8 +213,6 @@ def _fill(folder: Path, checkout: Checkout) -> None:
     for name in ("packed-refs", "shallow"):
         if _is_file(common / name):
             _link(folder / name, common / name)
-    if _is_folder(common / "worktrees"):
-        _link(folder / "worktrees", common / "worktrees")
     exclude = read_data(common / "info" / "exclude")
     if exclude is not None:
         (folder / "info").mkdir()
