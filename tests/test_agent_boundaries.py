@@ -253,7 +253,7 @@ def test_a_planted_git_hook_never_runs_and_never_sees_a_token(
 ) -> None:
     """Task 1 plants executable hooks that dump their environment, and a clean filter in the
     repository's config. Task 2 runs with `--use-worktree` (worktree add, status, add,
-    commit): no hook runs; the filter, which git runs as part of `add`, sees no token."""
+    commit): no hook runs, and neither does the filter (worker's git reads no repository config)."""
     for name, value in TOKENS.items():
         monkeypatch.setenv(name, value)
     git(workspace, "init", "-q", "-b", "main")
@@ -291,11 +291,9 @@ def test_a_planted_git_hook_never_runs_and_never_sees_a_token(
     assert report.outcome.value == "success" and report.branch == "worker/msg-2"
     assert git(workspace, "show", "worker/msg-2:NOTES.md") == "x\n"
     assert not [p.name for p in dumps.iterdir() if not p.name.startswith("filter-")]
-    seen = [p.read_text() for p in dumps.glob("filter-*")]
-    assert seen, "the clean filter ran (git add), so its environment was checked"
-    for text in seen:
-        for value in TOKENS.values():
-            assert value not in text
+    # Worker's git reads no configuration of the repository's (issue 38): the agent's clean
+    # filter never runs at all, with a token or without (tests/test_escape_git.py).
+    assert not list(dumps.glob("filter-*"))
     # The planted hooks are real: plain git with the user's environment runs them.
     git(workspace, "checkout", "-q", "-b", "probe")
     assert any(p.name.startswith("post-checkout") for p in dumps.iterdir())

@@ -45,6 +45,9 @@ def repo_workspace(tmp_path: Path, server: FakeGitHub) -> Path:
     git(ws, "commit", "-m", "init")
     git(ws, "remote", "add", "origin", str(origin))
     section = settings_for(server, open_pr=True, follow_pull_requests=False)
+    section["remote"] = str(
+        origin
+    )  # worker pushes to the URL it is given, never to `.git/config`'s
     lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
     (ws / "worker.toml").write_text("\n".join(lines) + "\n")
     return ws

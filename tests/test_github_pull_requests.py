@@ -50,6 +50,9 @@ def _workspace(tmp_path: Path, server: FakeGitHub, **github: Any) -> Path:
     git(ws, "remote", "add", "origin", str(origin))
     git(ws, "push", "-q", "origin", "main")
     section = settings_for(server, open_pr=True, **github)
+    section["remote"] = str(
+        origin
+    )  # worker pushes to the URL it is given, never to `.git/config`'s
     lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
     lines += ["[waits]", "recheck_interval_s = 0", "[review]", "enabled = false"]
     lines += ["[fallback]", "enabled = false"]

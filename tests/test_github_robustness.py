@@ -124,7 +124,7 @@ def test_malformed_repository_answer_still_writes_the_status_comment(
     how the task ended (else the issue would look claimed, and be taken again later)."""
     import worker.sources.github.delivery as delivery
 
-    monkeypatch.setattr(delivery, "push_branch", lambda *args: None)  # pushed
+    monkeypatch.setattr(delivery, "push_branch", lambda *args, **kwargs: None)  # pushed
     source = make_source(tmp_path / "ws", server, open_pr=True)
     source.open_pr = True
     task = source.list().tasks[0]

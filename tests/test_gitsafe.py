@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import git
 from worker.process.gitsafe import git_argv, push_credentials, scratch_repo
+from worker.process.gitview import Checkout, main_checkout
 from worker.sources.github.delivery import git_host, push_branch
 from worker.sources.github.settings import GitHubSettings
 
@@ -100,11 +101,17 @@ def test_a_planted_pre_push_hook_does_not_run_on_worker_push(
     hook = ws / ".git" / "hooks" / "pre-push"
     hook.write_text(f'#!/bin/sh\nenv > "{dump}"\n')
     hook.chmod(0o755)
-    assert push_branch(GitHubSettings(), ws, "main", TOKEN) is None
+    assert push_branch(GitHubSettings(remote=str(origin)), ws, "main", TOKEN) is None
     assert git(origin, "rev-parse", "main") == git(ws, "rev-parse", "main")
     assert not dump.exists()
     git(ws, "push", "-q", "origin", "main:other")  # the hook is real: plain git runs it
     assert dump.exists()
+
+
+def _main(ws: Path) -> Checkout:
+    found = main_checkout(ws)
+    assert found is not None
+    return found
 
 
 def _history(ws: Path, commits: int) -> None:
@@ -130,7 +137,7 @@ def test_the_scratch_repository_borrows_the_workspace_objects_and_copies_none(
     ws.mkdir()
     _history(ws, 5)
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    with scratch_repo(ws, "main", dict(os.environ)) as scratch:
+    with scratch_repo(_main(ws), "main", dict(os.environ)) as scratch:
         assert _objects_in(scratch) == []
         assert git(scratch, "rev-parse", "refs/heads/main") == git(ws, "rev-parse", "main")
         git(scratch, "push", "-q", str(origin), "main:refs/heads/main")
@@ -152,7 +159,7 @@ def test_a_shallow_workspace_pushes_its_new_commit_through_the_scratch_repositor
     git(ws, "add", "-A")
     git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "work")
     git(ws, "branch", "agent/work")
-    with scratch_repo(ws, "agent/work", dict(os.environ)) as scratch:
+    with scratch_repo(_main(ws), "agent/work", dict(os.environ)) as scratch:
         git(scratch, "push", "-q", str(origin), "agent/work:refs/heads/agent/work")
     assert git(origin, "rev-parse", "agent/work") == git(ws, "rev-parse", "HEAD")
     assert git(origin, "rev-list", "--count", "agent/work").strip() == "4"
@@ -163,7 +170,7 @@ def test_a_branch_that_is_no_commit_leaves_the_scratch_repository_empty(tmp_path
     ws = tmp_path / "ws"
     ws.mkdir()
     _history(ws, 1)
-    with scratch_repo(ws, "no-such-branch", dict(os.environ)) as scratch:
+    with scratch_repo(_main(ws), "no-such-branch", dict(os.environ)) as scratch:
         refs = git(scratch, "for-each-ref")
         pushed = subprocess.run(
             ["git", "push", str(tmp_path), "no-such-branch"],

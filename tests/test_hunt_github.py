@@ -118,7 +118,7 @@ def test_a_remote_the_agent_turned_to_plain_http_never_gets_the_push_token(
     with _proxy() as (proxy, seen):
         ws = _workspace(tmp_path, "http://github.com/acme/app.git")
         git(ws, "config", "http.proxy", proxy)
-        error = push_branch(GitHubSettings(), ws, "main", TOKEN)
+        error = push_branch(GitHubSettings(), ws, "main", TOKEN, repo="acme/app")
     assert error is not None and "http" in error
     sent = [base64.b64decode(auth.split()[-1]).decode() for _, auth in seen if auth]
     assert not any(TOKEN in text for text in sent), sent
@@ -137,6 +137,6 @@ def test_a_proxy_the_agent_wrote_into_git_config_is_not_used_by_the_push(
         ws = _workspace(tmp_path, "https://github.com/acme/app.git")
         git(ws, "config", "http.proxy", agents)
         git(ws, "config", "http.sslVerify", "false")
-        push_branch(GitHubSettings(), ws, "main", TOKEN)
+        push_branch(GitHubSettings(), ws, "main", TOKEN, repo="acme/app")
     assert by_agent == []
     assert [method for method, _ in by_operator] == ["CONNECT"]

@@ -170,8 +170,8 @@ def test_a_hook_and_a_filter_planted_in_git_never_see_a_token(
 ) -> None:
     """Task 1 tries to write a post-checkout hook and a clean filter into `.git/`: the CLI
     refuses (a sensitive file). Planted anyway (as an agent with Bash could), they meet
-    worker's own defences in task 2, run in a worktree: the hook never runs, and the filter,
-    run by worker's `git add`, sees no token."""
+    worker's own defences in task 2, run in a worktree: neither the hook nor the filter runs
+    (worker's git reads no configuration of the repository's)."""
     for name, value in TOKENS.items():
         monkeypatch.setenv(name, value)
     git(workspace, "init", "-q", "-b", "main")
@@ -207,8 +207,4 @@ def test_a_hook_and_a_filter_planted_in_git_never_see_a_token(
     assert report["outcome"] == "success", report
     assert git(workspace, "show", "worker/msg-2:NOTES.md") == "x\n"
     assert not list(dumps.glob("hook-*"))
-    seen = [p.read_text() for p in dumps.glob("filter-*")]
-    assert seen, "the filter ran under worker's git add, so its environment was checked"
-    for dump in seen:
-        for value in TOKENS.values():
-            assert value not in dump
+    assert not list(dumps.glob("filter-*")), "issue 38: no program of the agent's runs"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.process import workspace_git
+from worker.process import gitview
 from worker.process.workspace_git import changed_files, diff_digest, work_state
 
 from .conftest import git
@@ -61,13 +61,13 @@ def test_files_then_digest_cost_one_git_process(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[list[str]] = []
-    real = workspace_git.run_process
+    real = gitview.run_process  # worker's git runs through its view (worker.process.gitview)
 
     def counting(argv: list[str], **kwargs: object) -> object:
         calls.append(argv)
         return real(argv, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(workspace_git, "run_process", counting)
+    monkeypatch.setattr(gitview, "run_process", counting)
     (repo / "a.py").write_text("edit\n")
     files, digest = changed_files(repo), diff_digest(repo)
     assert files == ["a.py"] and digest == _digest(repo)

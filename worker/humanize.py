@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 # What a wait-state condition waits for, in words (`worker waits list`, `worker status`).
@@ -54,3 +55,21 @@ def _as_datetime(at: str | float | datetime) -> datetime:
     else:
         when = datetime.fromisoformat(at)
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+# What a terminal would obey rather than show: C0 controls but newline and tab (ESC opens OSC 52
+# clipboard writes, title and clear-screen sequences; CR and backspace overwrite what was
+# printed), DEL, C1 controls (CSI/OSC in one byte), and the marks that reorder text on screen.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` for a terminal: every control character shown as its escape (`\\x1b`, `\\u202e`),
+    never sent raw. An agent's text (a STATUS reason, a question, a summary) goes through here
+    on its way to the screen."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

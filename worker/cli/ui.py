@@ -1,7 +1,10 @@
 """The one place that talks to Rich: consoles, JSON output and the live progress panel.
 
 On a terminal each iteration gets a live panel; elsewhere (cron mail, pipes) plain lines.
-NO_COLOR is honoured by Rich itself. The consoles are built on first use: a `--json` run, or
+NO_COLOR is honoured by Rich itself. Every text printed here goes through `humanize.visible`:
+a control character in an agent's words (an escape opening an OSC 52 clipboard write, a title,
+a clear screen) is shown as its escape, never obeyed by the terminal. JSON output escapes them
+itself. The consoles are built on first use: a `--json` run, or
 a cron run with nothing to say, never loads Rich.
 """
 
@@ -15,6 +18,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from worker.humanize import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,7 +68,7 @@ def _as_text(message: str) -> str:
     dropped) as a style, and `[/x]` does not raise."""
     from rich.markup import escape  # with the console, on first use
 
-    return escape(message)
+    return escape(visible(message))
 
 
 class LogLines(logging.Handler):
@@ -81,27 +86,27 @@ class LogLines(logging.Handler):
                 text = self.format(record)
             else:
                 text = f"{record.levelname.lower()}: {record.getMessage()}"
-            _err().print(text, markup=False, highlight=False)
+            _err().print(visible(text), markup=False, highlight=False)
         except Exception:
             self.handleError(record)
 
 
 def line(text: str) -> None:
-    _out().print(text, markup=False, highlight=False)
+    _out().print(visible(text), markup=False, highlight=False)
 
 
 def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
     """A table on a terminal, tab-separated lines elsewhere (easy to grep)."""
     if not _out().is_terminal:
         # Plain tab-separated lines (Rich would expand the tabs), easy to cut and grep.
-        lines = [title] if title else []
+        lines = [visible(title)] if title else []
         lines.append("\t".join(columns))
         lines += ["\t".join(_cell(row.get(col)) for col in columns) for row in rows]
         sys.stdout.write("\n".join(lines) + "\n")
         return
     from rich.table import Table
 
-    grid = Table(title=title)
+    grid = Table(title=visible(title) if title else None)
     for col in columns:
         grid.add_column(col, overflow="fold")  # long ids and codes wrap, never cut
     for row in rows:
@@ -113,10 +118,10 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
+        return visible(",".join(str(v) for v in value))
     if isinstance(value, float):
         return f"{value:.3f}"
-    return str(value)
+    return visible(str(value))
 
 
 class LiveProgress:
@@ -227,7 +232,7 @@ class _Panel:
     def __rich__(self) -> Any:
         from rich.text import Text
 
-        return Text("\n".join(self.progress.lines()))
+        return Text(visible("\n".join(self.progress.lines())))
 
 
 def _finding_line(finding: str) -> str:

@@ -45,7 +45,11 @@ def find(settings: Settings, store: Store, now: float | None = None) -> list[Sta
             continue
         items.append(
             StaleItem(
-                "worktree", path.name, "CLAIM_GONE", holds_work=bool(changed_files(path)), ref=path
+                "worktree",
+                path.name,
+                "CLAIM_GONE",
+                holds_work=bool(changed_files(path, settings.workspace)),
+                ref=path,
             )
         )
     return items

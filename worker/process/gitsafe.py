@@ -4,16 +4,18 @@ The agent can write the repository's `.git/` folder (hooks, config) in one task 
 worker's own git calls in the next one. So:
 
 - every git process gets the scrubbed environment (`proc.child_env`: no GitHub token under any
-  name); GitPython's `Repo` gets the same through `repo()`, whose environment blanks them;
+  name), and on an agent's repository it reads none of the repository's configuration
+  (`worker.process.gitview`: a view of worker's own);
 - worker's own git calls run with `-c core.hooksPath=<the null device>`: no hook of the
   repository runs, and nothing can be planted in that "folder";
 - `git push` authenticates through a credential helper written for that one push, in a
   private folder: it answers only for the expected host, hands out the token once and deletes
   it; the token is never on a command line or in git's environment, so no hook, filter or
   helper the repository names can read it;
-- that push (https) runs from a scratch repository of worker's own (`scratch_repo`), never
-  reading the workspace's `.git/config`: a proxy or a certificate authority the agent wrote
-  there never sees the token; a remote turned to plain http gets no token at all.
+- a push (and the fetch of a pull request's base) runs from a scratch repository of worker's
+  own (`scratch_repo`), to the URL worker's settings name, never to a remote of the
+  workspace's `.git/config`: a proxy, a certificate authority, a `pushurl`, a `receivepack`
+  or an `insteadOf` the agent wrote there is never read.
 """
 
 from __future__ import annotations
@@ -26,44 +28,14 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from worker.process.proc import child_env, run_process
+from worker.process.gitview import MERGE_STATE, Checkout, git_argv, read_data, run_git, view
+from worker.process.proc import run_process
 from worker.state.statedir import state_home
 
-if TYPE_CHECKING:
-    from git import Repo
-
-# Config given on the command line wins over the repository's own `.git/config`.
-SAFE_CONFIG = (
-    "-c",
-    f"core.hooksPath={os.devnull}",
-    "-c",
-    "core.fsmonitor=false",  # a command the repository's config could name
-)
-
-
-def git_argv(*args: str) -> list[str]:
-    """`git <safe config> <args>` for `proc.run_process` (which gives it the scrubbed env)."""
-    return ["git", *SAFE_CONFIG, *args]
-
-
-def blanked_secrets() -> dict[str, str]:
-    """Every variable `child_env` leaves out, set to "": GitPython can add to its children's
-    environment but not remove from it."""
-    kept = child_env()
-    return {name: "" for name in os.environ if name not in kept}
-
-
-def repo(path: Path) -> Repo:
-    """A GitPython `Repo` whose git processes run without tokens and without hooks."""
-    from git import Repo
-
-    found = Repo(path)
-    found.git.update_environment(**blanked_secrets())
-    found.git.set_persistent_git_options(c=[SAFE_CONFIG[1], SAFE_CONFIG[3]])
-    return found
+__all__ = ["git_argv", "merge_from", "push_credentials", "scratch_repo"]
 
 
 @contextlib.contextmanager
@@ -92,9 +64,9 @@ def push_credentials(token: str, host: str) -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def scratch_repo(workspace: Path, branch: str, env: dict[str, str]) -> Iterator[Path]:
-    """A bare repository of worker's own, in a private temporary folder, holding `branch`: an
-    authenticated push runs from there.
+def scratch_repo(checkout: Checkout, branch: str, env: dict[str, str]) -> Iterator[Path]:
+    """A bare repository of worker's own, in a private temporary folder, holding `branch`: a
+    push runs from there.
 
     Nothing is copied: the scratch repository borrows the workspace's objects (git's
     `objects/info/alternates`) and its one ref points at the branch's commit. A shallow
@@ -102,30 +74,56 @@ def scratch_repo(workspace: Path, branch: str, env: dict[str, str]) -> Iterator[
     with tempfile.TemporaryDirectory(prefix="worker-push-repo-") as folder:
         scratch = Path(folder)
         run_process(git_argv("init", "-q", "--bare", folder), cwd=scratch, timeout_s=60, env=env)
-        common = _rev_parse(workspace, env, "--git-common-dir")
-        commit = _rev_parse(workspace, env, "--verify", "--end-of-options", f"{branch}^{{commit}}")
-        if common and commit:
-            store = (workspace / common).resolve()
+        found = run_git(
+            checkout, "rev-parse", "--verify", "--end-of-options", f"{branch}^{{commit}}"
+        )
+        commit = found.stdout.strip() if found.exit_code == 0 else ""
+        if commit:
             alternates = scratch / "objects" / "info" / "alternates"
-            alternates.write_text(f"{(store / 'objects').as_posix()}\n", encoding="utf-8")
-            if (store / "shallow").is_file():
-                shutil.copyfile(store / "shallow", scratch / "shallow")
+            objects = (checkout.common / "objects").resolve()
+            alternates.write_text(f"{objects.as_posix()}\n", encoding="utf-8")
+            shallow = checkout.common / "shallow"
+            if shallow.is_file() and not shallow.is_symlink():
+                shutil.copyfile(shallow, scratch / "shallow")
             update = git_argv("update-ref", f"refs/heads/{branch}", commit)
             run_process(update, cwd=scratch, timeout_s=60, env=env)
         yield scratch  # without the branch (not a commit here) the push names what is missing
 
 
-def _rev_parse(workspace: Path, env: dict[str, str], *args: str) -> str:
-    found = run_process(git_argv("rev-parse", *args), cwd=workspace, timeout_s=60, env=env)
-    return found.stdout.strip() if found.exit_code == 0 else ""
+@dataclass(frozen=True)
+class Merged:
+    """What `merge_from` did: merged cleanly, left conflicts in `conflicts`, or failed."""
+
+    clean: bool
+    conflicts: list[str]
+    said: str  # git's words when it did not merge cleanly
 
 
-def push_url(workspace: Path, remote: str, env: dict[str, str]) -> str:
-    """The URL `git push <remote>` would use (`remote` itself when it names no remote)."""
-    found = run_process(
-        git_argv("remote", "get-url", "--push", remote), cwd=workspace, timeout_s=60, env=env
-    )
-    return found.stdout.strip() if found.exit_code == 0 and found.stdout.strip() else remote
+def merge_from(checkout: Checkout, source: Path, base: str) -> Merged:
+    """Merge branch `base` of the repository at `source` (a scratch repository of worker's)
+    into the worktree's branch. A merge that stops on conflicts stays in progress: its state
+    goes to the worktree's git folder, for the agent (or worker's commit) to conclude."""
+    identity = {"GIT_AUTHOR_NAME": "worker", "GIT_AUTHOR_EMAIL": "worker@localhost"}
+    identity |= {"GIT_COMMITTER_NAME": "worker", "GIT_COMMITTER_EMAIL": "worker@localhost"}
+    with view(checkout) as env:
+        fetched = run_process(
+            git_argv("fetch", "-q", str(source), base), cwd=checkout.tree, timeout_s=300, env=env
+        )
+        if fetched.exit_code != 0:
+            return Merged(False, [], fetched.stderr_tail.strip()[-300:])
+        merge = git_argv("merge", "--no-edit", "-m", f"Merge branch '{base}'", "FETCH_HEAD")
+        merged = run_process(merge, cwd=checkout.tree, timeout_s=300, env={**env, **identity})
+        if merged.exit_code == 0:
+            return Merged(True, [], "")
+        listed = git_argv("diff", "--name-only", "--diff-filter=U")
+        files = run_process(listed, cwd=checkout.tree, timeout_s=60, env=env).stdout.split()
+        if files and checkout.gitdir.is_dir() and not checkout.gitdir.is_symlink():
+            for name in MERGE_STATE:
+                data = read_data(Path(env["GIT_DIR"]) / name)
+                if data is not None:
+                    (checkout.gitdir / name).write_bytes(data)
+    said = merged.stderr_tail.strip()[-300:] or merged.stdout.strip()[-300:]
+    return Merged(False, files, said)
 
 
 def _helper_script(secret: Path, host: str) -> str:

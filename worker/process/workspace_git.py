@@ -1,22 +1,33 @@
 """Git helpers for the workspace: progress between iterations and task worktrees.
 
-GitPython is imported lazily (it is heavy, and `worker --help` must stay fast).
+Every git call goes through `gitview.run_git` (the process chokepoint, a timeout, a view of the
+repository that reads none of its configuration). A task worktree is worker's own record: its
+folders are made here, its commit is plumbing that moves only the task's branch, from the
+commit worker last saw there.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.process.gitsafe import git_argv, repo
+from worker.errors import UsageError
+from worker.process.gitview import (
+    Checkout,
+    main_checkout,
+    open_data,
+    read_data,
+    run_git,
+    worktree_checkout,
+)
 from worker.process.platform.names import portable_name
-from worker.process.proc import run_process
 from worker.state.fsutil import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -44,10 +55,11 @@ _last: tuple[Path, float, WorkState] | None = None
 _HANDOVER_S = 1.0
 
 
-def changed_files(cwd: Path) -> list[str]:
-    """Files changed in the work tree (staged, unstaged, untracked); [] outside git."""
+def changed_files(cwd: Path, workspace: Path | None = None) -> list[str]:
+    """Files changed in the work tree (staged, unstaged, untracked); [] outside git. With
+    `workspace`, `cwd` may be a task worktree of its repository left by another run."""
     global _last
-    state = work_state(cwd)
+    state = work_state(cwd, workspace)
     _last = None if state is None else (cwd, time.monotonic(), state)
     return [] if state is None else state.files
 
@@ -62,14 +74,19 @@ def diff_digest(cwd: Path) -> str | None:
     return None if state is None else state.digest
 
 
-def work_state(cwd: Path) -> WorkState | None:
+def work_state(cwd: Path, workspace: Path | None = None) -> WorkState | None:
     """The work tree's changes from one `git status` (HEAD's commit, each change, untracked
     files by name) and the bytes of the changed tracked files; None outside git."""
-    if not (cwd / ".git").exists():
+    checkout = checkout_of(cwd, workspace)
+    if checkout is None:
         return None
-    proc = run_process(
-        git_argv("status", "--porcelain=v2", "--branch", "--untracked-files=all"),
-        cwd=cwd,
+    proc = run_git(
+        checkout,
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "--untracked-files=all",
+        "--ignore-submodules=all",
         timeout_s=30,
         cap_bytes=5_000_000,
     )
@@ -91,19 +108,41 @@ def work_state(cwd: Path) -> WorkState | None:
 
 
 def _digest_file(digest: Any, path: Path) -> None:
-    with contextlib.suppress(OSError), open(path, "rb") as handle:  # deleted: no bytes
-        digest.update(hashlib.file_digest(handle, "sha256").digest())
+    # The file itself, never where a link of the agent's points (a FIFO would block).
+    with open_data(path) as handle:
+        if handle is not None:  # deleted, a link, not a file: no bytes
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+
+
+# The worktrees this process made, as worker recorded them (see `checkout_of`).
+_RECORD: dict[Path, Checkout] = {}
+
+
+def checkout_of(cwd: Path, workspace: Path | None = None) -> Checkout | None:
+    """Worker's record of the checkout at `cwd`: a worktree it made (or, with `workspace`, a
+    task worktree of that repository), else the workspace's own checkout (None when `cwd/.git`
+    is no folder: outside git, or a `.git` file, which worker never follows)."""
+    if cwd in _RECORD:
+        return _RECORD[cwd]
+    if workspace is not None and cwd != workspace:
+        return worktree_checkout(workspace, cwd, branch_name(cwd.name))
+    return main_checkout(cwd)
 
 
 def _diff_text(cwd: Path) -> str | None:
-    if not (cwd / ".git").exists():
+    checkout = checkout_of(cwd)
+    if checkout is None:
         return None
-    diff = run_process(
-        git_argv("diff", "--no-ext-diff", "HEAD"), cwd=cwd, timeout_s=30, cap_bytes=5_000_000
+    diff = run_git(
+        checkout,
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "HEAD",
+        timeout_s=30,
+        cap_bytes=5_000_000,
     )
-    untracked = run_process(
-        git_argv("ls-files", "--others", "--exclude-standard"), cwd=cwd, timeout_s=30
-    )
+    untracked = run_git(checkout, "ls-files", "--others", "--exclude-standard", timeout_s=30)
     return diff.stdout + "\0untracked:\n" + untracked.stdout
 
 
@@ -118,10 +157,15 @@ def save_diff(cwd: Path, path: Path) -> Path | None:
 
 def ensure_repo(path: Path) -> None:
     """Fail early (before any claim) when `--use-worktree` cannot work here."""
-    from worker.errors import UsageError
-
-    proc = run_process(git_argv("rev-parse", "--git-dir"), cwd=path, timeout_s=30)
-    if proc.exit_code != 0:
+    checkout = main_checkout(path)
+    marker = path / ".git"
+    if checkout is None and marker.is_file() and not marker.is_symlink():
+        raise UsageError(
+            f"--use-worktree needs the repository's main checkout; {path} is a linked worktree "
+            "or a submodule (its `.git` is a file, which worker does not follow): run worker "
+            "in the main checkout"
+        )
+    if checkout is None or run_git(checkout, "rev-parse", "--git-dir", timeout_s=30).exit_code:
         raise UsageError(f"--use-worktree needs a git repository; {path} is not one")
 
 
@@ -131,50 +175,60 @@ def branch_name(task_id: str) -> str:
 
 
 def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path, str]:
-    """A worktree for the task on branch `worker/<task-id>` (reused when it exists)."""
-    from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+    """A worktree for the task on branch `worker/<task-id>` (the branch is reused when it
+    exists; a worktree left at the same place is replaced).
 
-    from worker.errors import UsageError
-
-    try:
-        main = repo(repo_dir)
-    except (InvalidGitRepositoryError, NoSuchPathError) as exc:
-        raise UsageError(f"--use-worktree needs a git repository; {repo_dir} is not one") from exc
+    Made by hand as git lays worktrees out (`.git/worktrees/<name>/` with `HEAD`, `commondir`,
+    `gitdir`; the tree's `.git` file), then filled from the branch through worker's view: no
+    configuration of the repository's is read, so no filter of the agent's runs."""
+    ensure_repo(repo_dir)
+    main = main_checkout(repo_dir)
+    assert main is not None  # ensure_repo said so
     branch = branch_name(task_id)
     path = worktrees / portable_name(branch.split("/", 1)[1])  # `CON` is no folder on Windows
     worktrees.mkdir(parents=True, exist_ok=True)
-    try:
-        if path.exists():
-            main.git.worktree("remove", "--force", str(path))
-        if branch in [head.name for head in main.heads]:
-            main.git.worktree("add", str(path), branch)
-        else:
-            main.git.worktree("add", "-b", branch, str(path))
-    except GitCommandError as exc:
-        raise UsageError(f"cannot create a worktree for {task_id}: {exc.stderr.strip()}") from exc
+    admin = main.common / "worktrees" / path.name
+    _remove(path, admin)
+    if run_git(main, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").exit_code:
+        made = run_git(main, "update-ref", f"refs/heads/{branch}", "HEAD", "")
+        _raise_on(made, task_id)
+    admin.mkdir(parents=True)
+    (admin / "commondir").write_text("../..\n", encoding="utf-8")
+    (admin / "gitdir").write_text(f"{path / '.git'}\n", encoding="utf-8")
+    (admin / "HEAD").write_text(f"ref: refs/heads/{branch}\n", encoding="utf-8")
+    path.mkdir()
+    (path / ".git").write_text(f"gitdir: {admin}\n", encoding="utf-8")
+    checkout = Checkout(tree=path, common=main.common, gitdir=admin, branch=branch)
+    _raise_on(run_git(checkout, "read-tree", "-u", "--reset", f"refs/heads/{branch}"), task_id)
+    _RECORD[path] = checkout
     return path, branch
 
 
-def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
-    """Commit what the agent left in the worktree, then remove the worktree; the branch stays.
-    Returns True when a commit was made."""
-    from git.exc import GitCommandError
+def _raise_on(proc: Any, task_id: str) -> None:
+    if proc.exit_code != 0:
+        said = proc.stderr_tail.strip() or proc.stdout.strip()
+        raise UsageError(f"cannot create a worktree for {task_id}: {said}")
 
-    committed = False
+
+def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
+    """Commit what the agent left in the worktree to its branch, then remove the worktree; the
+    branch stays. Returns True when a commit was made.
+
+    The commit is plumbing: the work tree's files are added to an index of worker's own,
+    over the branch's commit, and only `refs/heads/<task branch>` moves, from the commit
+    worker read to the new one. The worktree's `HEAD`, index and `.git` file (the agent's to
+    write) decide nothing."""
+    checkout = checkout_of(path, repo_dir)
+    _RECORD.pop(path, None)
+    if checkout is None or checkout.branch is None:
+        log.warning("could not commit the work in %s: %s is no repository", path, repo_dir)
+        return False
     try:
-        tree = repo(path)
-        if tree.is_dirty(untracked_files=True):
-            tree.git.add("-A")
-            with tree.git.custom_environment(**_IDENTITY):
-                tree.git.commit("-m", message, "--no-verify")
-            committed = True
-    except GitCommandError as exc:
+        committed = _commit(checkout, checkout.branch, message)
+    except OSError as exc:
         log.warning("could not commit the work in %s: %s", path, exc)
         return False  # keep the worktree: it holds unreported work
-    try:
-        repo(repo_dir).git.worktree("remove", "--force", str(path))
-    except GitCommandError as exc:
-        log.warning("could not remove worktree %s: %s", path, exc)
+    _remove(path, checkout.common / "worktrees" / path.name)
     return committed
 
 
@@ -182,14 +236,70 @@ def drop_if_empty(repo_dir: Path, branch: str) -> bool:
     """Delete the task's branch when it holds nothing the checkout's HEAD lacks (the task
     changed nothing, as a maintenance run whose checks passed): no empty `worker/*` branch is
     left behind. True when deleted."""
+    checkout = main_checkout(repo_dir)
+    if checkout is None:
+        return False
     ref = f"refs/heads/{branch}"
-    held = run_process(
-        git_argv("merge-base", "--is-ancestor", ref, "HEAD"), cwd=repo_dir, timeout_s=60
-    )
+    held = run_git(checkout, "merge-base", "--is-ancestor", ref, "HEAD")
     if held.exit_code != 0:  # 1: it has commits of its own; else no such branch, no HEAD
         return False
-    dropped = run_process(git_argv("branch", "-D", branch), cwd=repo_dir, timeout_s=60)
+    dropped = run_git(checkout, "update-ref", "-d", ref)
     if dropped.exit_code != 0:
         log.warning("could not delete the empty branch %s: %s", branch, dropped.stderr_tail)
         return False
     return True
+
+
+def _commit(checkout: Checkout, branch: str, message: str) -> bool:
+    ref = f"refs/heads/{branch}"
+    tip = _out(checkout, "rev-parse", "--verify", f"{ref}^{{commit}}")
+    with tempfile.TemporaryDirectory(prefix="worker-index-") as folder:
+        index = Path(folder) / "index"
+        _out(checkout, "read-tree", tip, index=index)
+        _out(checkout, "add", "-A", "--", ".", index=index)
+        tree = _out(checkout, "write-tree", index=index)
+    parents = ["-p", tip]
+    merging = _merge_head(checkout)
+    if merging:
+        parents += ["-p", merging]
+    elif tree == _out(checkout, "rev-parse", f"{tip}^{{tree}}"):
+        return False  # nothing changed
+    new = _out(checkout, "commit-tree", tree, *parents, "-m", message, extra_env=dict(_IDENTITY))
+    _out(checkout, "update-ref", "-m", "worker: task commit", ref, new, tip)
+    return True
+
+
+def _merge_head(checkout: Checkout) -> str | None:
+    """The merge worker began in the worktree (`bring_base_in`) and the agent concluded in the
+    files: its other parent, when it names a commit."""
+    raw = read_data(checkout.gitdir / "MERGE_HEAD") or b""
+    head = raw.decode("ascii", "replace").split("\n", 1)[0].strip()
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
+        return None
+    found = run_git(checkout, "cat-file", "-e", f"{head}^{{commit}}")
+    return head if found.exit_code == 0 else None
+
+
+def _out(
+    checkout: Checkout,
+    *args: str,
+    extra_env: dict[str, str] | None = None,
+    index: Path | None = None,
+) -> str:
+    proc = run_git(checkout, *args, timeout_s=300, extra_env=extra_env, index=index)
+    if proc.exit_code != 0:
+        said = (proc.stderr_tail.strip() or proc.stdout.strip())[-300:]
+        raise OSError(f"git {args[0]}: {said or 'failed'}")
+    return proc.stdout.strip()
+
+
+def _remove(path: Path, admin: Path) -> None:
+    """Remove a worktree and its git folder, never following a link out of them."""
+    for folder in (path, admin):
+        if folder.is_symlink():
+            log.warning(
+                "%s is a symbolic link: worker removes the link, not where it points", folder
+            )
+            folder.unlink()
+        elif folder.exists():
+            shutil.rmtree(folder)

@@ -9,10 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from worker.process.gitsafe import git_argv
-from worker.process.proc import run_process
-
-_GIT_TIMEOUT_S = 60.0
+from worker.process.gitview import Checkout, main_checkout, run_git
 
 
 @dataclass
@@ -22,22 +19,23 @@ class Changes:
     diff: str = ""  # an excerpt, capped
 
 
-def _git(cwd: Path, *args: str) -> str | None:
-    proc = run_process(git_argv(*args), cwd=cwd, timeout_s=_GIT_TIMEOUT_S, cap_bytes=400_000)
+def _git(checkout: Checkout, *args: str) -> str | None:
+    proc = run_git(checkout, *args, cap_bytes=400_000)
     return proc.stdout if proc.exit_code == 0 else None
 
 
 def task_changes(workspace: Path, branch: str | None, max_chars: int) -> Changes:
-    if not (workspace / ".git").exists():
+    checkout = main_checkout(workspace)
+    if checkout is None:
         return Changes()
     if branch:
-        base = _git(workspace, "merge-base", "HEAD", branch)
+        base = _git(checkout, "merge-base", "HEAD", branch)
         if not base:
             return Changes()
         spec = [f"{base.strip()}..{branch}"]
     else:
         spec = ["HEAD"]
-    numstat = _git(workspace, "diff", "--numstat", *spec)
+    numstat = _git(checkout, "diff", "--no-ext-diff", "--no-textconv", "--numstat", *spec)
     if numstat is None:
         return Changes()
     changes = Changes()
@@ -50,7 +48,7 @@ def task_changes(workspace: Path, branch: str | None, max_chars: int) -> Changes
         changes.lines += int(added) if added.isdigit() else 0
         changes.lines += int(removed) if removed.isdigit() else 0
     if max_chars > 0 and changes.files:
-        patch = _git(workspace, "diff", *spec) or ""
+        patch = _git(checkout, "diff", "--no-ext-diff", "--no-textconv", *spec) or ""
         changes.diff = patch[:max_chars] + (
             "\n[... diff cut ...]" if len(patch) > max_chars else ""
         )

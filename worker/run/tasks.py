@@ -66,7 +66,7 @@ def execute(
     if options.use_worktree or "pr" in task.ref:
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
     if decision.wait is not None and "pr" in task.ref:
-        start.resume_answer = _base_brought_in(settings, task, cwd, start.resume_answer)
+        start.resume_answer = _base_brought_in(settings, task, cwd, branch, start.resume_answer)
     chosen = _sections(settings, store, task)
     ctx = LoopContext(
         settings=settings,
@@ -226,7 +226,9 @@ def _restore(settings: Settings, path: Path, mode_id: str, answer: str) -> Start
     )
 
 
-def _base_brought_in(settings: Settings, task: Task, cwd: Path, answer: str | None) -> str:
+def _base_brought_in(
+    settings: Settings, task: Task, cwd: Path, branch: str | None, answer: str | None
+) -> str:
     """A pull request in conflict with its base: worker merges the base in first, so that the
     agent resolves the conflicts in the files; what it did goes with the answer."""
     from worker.waits.github_pr import CONFLICT
@@ -237,7 +239,16 @@ def _base_brought_in(settings: Settings, task: Task, cwd: Path, answer: str | No
     from worker.sources.github.client import token_from_env
     from worker.sources.github.delivery import bring_base_in
 
-    return f"{answer}\n\n{bring_base_in(settings.github, cwd, base, token_from_env())}"
+    said = bring_base_in(
+        settings.github,
+        cwd,
+        base,
+        token_from_env(),
+        workspace=settings.workspace,
+        branch=branch or "",
+        repo=task.ref.get("repo"),
+    )
+    return f"{answer}\n\n{said}"
 
 
 def _follow(settings: Settings, task: Task, result: TaskResult) -> None:

@@ -165,7 +165,7 @@ def policy_for(
     box = settings.sandbox
     home = Path(env.get("HOME") or Path.home())
     cwd = cwd.resolve()
-    git_dirs = _git_dirs(cwd)
+    git_dirs = _git_dirs(settings.workspace.resolve(), cwd)
     write = [cwd, *git_dirs] if tree else []
     write += _session_dirs(agent, env, home, create)
     write += [reach.absolute(settings, path) for path in box.allow_write]
@@ -199,26 +199,19 @@ def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) 
     return found
 
 
-def _git_dirs(cwd: Path) -> list[Path]:
-    """A worktree's own git folder (its index and HEAD) and the object store it shares with
-    the main repository (`git add` writes there; new objects change nothing by themselves).
+def _git_dirs(workspace: Path, cwd: Path) -> list[Path]:
+    """A task worktree's own git folder (its index and HEAD) and the object store it shares
+    with the main repository (`git add` writes there; new objects change nothing by
+    themselves). Both from worker's own record (`.git/worktrees/<name>` of the workspace,
+    as `process/workspace_git` makes it), never from the worktree's `.git` file or
+    `commondir`, which the agent can rewrite to be given another folder in its next box.
     Its refs stay read-only: worker commits the worktree's work itself."""
-    marker = cwd / ".git"
-    if not marker.is_file():
+    common = workspace / ".git"
+    if cwd == workspace or not (cwd / ".git").is_file() or common.is_symlink():
         return []
-    try:
-        text = marker.read_text(encoding="utf-8").strip()
-    except OSError:
-        return []
-    if not text.startswith("gitdir:"):
-        return []
-    path = Path(text.removeprefix("gitdir:").strip())
-    own = (path if path.is_absolute() else cwd / path).resolve()
-    try:
-        common = Path((own / "commondir").read_text(encoding="utf-8").strip())
-    except OSError:
-        return [own]
-    return [own, ((common if common.is_absolute() else own / common) / "objects").resolve()]
+    own = common / "worktrees" / cwd.name
+    found = [own, common / "objects"]
+    return [path for path in found if path.is_dir() and not path.is_symlink()]
 
 
 def _inside(path: Path, folder: Path) -> bool:

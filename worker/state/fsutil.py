@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import struct
 import sys
@@ -11,6 +12,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from stat import S_ISREG
+
+log = logging.getLogger(__name__)
 
 # On Windows a rename fails with PermissionError while another process (an antivirus scan, the
 # search indexer, a sync client, a reader) has either file open; it passes a moment later. Git
@@ -81,7 +84,8 @@ def read_text(path: Path | str, dir_fd: int | None = None) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+# A link in its place is not read through (ELOOP): the agent can plant one where worker reads.
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _CHUNK = 1 << 16
 
 # A file's signature, exact: size, mtime, ctime, inode and mode. Two equal signatures, the
@@ -132,7 +136,9 @@ def json_files(folder: Path) -> list[Path]:
             names = [
                 e.name
                 for e in entries
-                if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()
+                if e.name.endswith(".json")
+                and not e.name.startswith(".")
+                and (e.is_file() or e.is_symlink())  # a link: its reader sets it aside
             ]
     except OSError:
         return []
@@ -147,15 +153,36 @@ def subfolders(folder: Path) -> list[Path]:
     try:
         with os.scandir(folder) as entries:
             return sorted(
-                Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()
+                Path(e.path)
+                for e in entries
+                if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
             )
     except OSError:
         return []
 
 
-def quarantine(path: Path, folder: Path, reason: str) -> Path | None:
-    """Move a bad file into `folder` with a `.reason.txt` beside it; None if it vanished."""
+def is_link(path: Path, what: str = "") -> bool:
+    """Whether `path` is a symbolic link (or a Windows junction); says so in a warning when
+    `what` names what worker was about to do there, which it then does not do through it."""
+    linked = path.is_symlink() or (hasattr(path, "is_junction") and path.is_junction())
+    if linked and what:
+        log.warning("%s is a symbolic link: worker does not %s through it", path, what)
+    return linked
+
+
+def real_folder(folder: Path) -> Path:
+    """`folder`, made if missing, as a folder of its own: a link in its place (the agent's,
+    where it can write) is removed, never followed, and the folder made instead."""
+    if is_link(folder, "write"):
+        folder.unlink()
     folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def quarantine(path: Path, folder: Path, reason: str) -> Path | None:
+    """Move a bad file (the file itself: a link is moved as the link) into `folder` with a
+    `.reason.txt` beside it; None if it vanished. A link in place of `folder` is not followed."""
+    real_folder(folder)
     target = folder / path.name
     if target.exists():
         target = folder / f"{path.stem}.{int(time.time() * 1000)}{path.suffix}"

@@ -78,7 +78,7 @@ def same(one: Path, other: Path) -> bool:
 def legacy_dir(workspace: Path, state: Path) -> Path | None:
     """The old in-tree state folder when it exists and is not the configured state folder."""
     old = workspace / LEGACY_DIR
-    if not old.is_dir() or old.resolve() == state.resolve():
+    if _linked(old) or not old.is_dir() or old.resolve() == state.resolve():
         return None
     return old
 
@@ -110,15 +110,29 @@ def legacy_wait_states(settings: Settings) -> Path | None:
     """`<workspace>/wait_states/`, where an older worker kept the wait states by default, when
     it still holds some and the settings use the default folder (in the state folder)."""
     old = settings.workspace / LEGACY_WAITS
-    if settings.wait_states_dir is not None or not old.is_dir():
+    if settings.wait_states_dir is not None or _linked(old) or not old.is_dir():
         return None
     return old if _wait_entries(old) else None
 
 
+def _linked(path: Path) -> bool:
+    """A link in the tree, where the agent may have made it: never followed, and said."""
+    if path.is_symlink():
+        log.warning("%s is a symbolic link: worker does not follow it", path)
+        return True
+    return False
+
+
 def _wait_entries(folder: Path) -> list[Path]:
     """The wait-state files and the folders of set-aside ones (rejected/, expired/, ...); not
-    what else a repository may keep there (its `.gitkeep`)."""
-    return [path for path in folder.iterdir() if path.suffix == ".json" or path.is_dir()]
+    what else a repository may keep there (its `.gitkeep`), and no link (not followed)."""
+    found = []
+    for path in folder.iterdir():
+        if path.is_symlink():
+            log.warning("%s is a symbolic link: worker leaves it where it is", path)
+        elif (path.suffix == ".json" and path.is_file()) or path.is_dir():
+            found.append(path)
+    return found
 
 
 def migrate_wait_states(settings: Settings) -> str | None:

@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.errors import MalformedInput
-from worker.state.fsutil import atomic_write_text, quarantine, read_text, settled, signature
+from worker.state.fsutil import (
+    atomic_write_text,
+    is_link,
+    quarantine,
+    read_text,
+    settled,
+    signature,
+)
 from worker.state.store import Store
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import (
@@ -73,6 +80,8 @@ def save_wait(
     sees a file of worker's without its record."""
     text = complete(state, settings.waits.expiry_days)
     path = settings.wait_states / (name or file_name(state.task_id))
+    if is_link(path.parent, "write a wait state"):
+        raise OSError(f"{path.parent} is a symbolic link: worker does not write through it")
     with _store(settings, store) as db:
         _ensure(db)
         with db.transaction() as conn:

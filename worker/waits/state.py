@@ -26,7 +26,7 @@ from pydantic import (
 from worker.errors import MalformedInput, describe_validation
 from worker.models import Task
 from worker.process.platform.names import portable_name
-from worker.state.fsutil import json_files
+from worker.state.fsutil import is_link, json_files, read_bytes
 from worker.waits import validate
 from worker.waits.validate import CONDITIONS
 
@@ -184,7 +184,7 @@ def complete(state: WaitState, expiry_days: float = 7.0) -> str:
 
 def load_wait_state(path: Path) -> WaitState:
     try:
-        return WaitState.model_validate_json(path.read_bytes())
+        return WaitState.model_validate_json(read_bytes(path))  # a link is not read through
     except OSError as exc:
         raise MalformedInput(f"{path.name}: cannot read: {exc.strerror}") from exc
     except ValidationError as exc:
@@ -193,4 +193,6 @@ def load_wait_state(path: Path) -> WaitState:
 
 
 def wait_state_files(folder: Path) -> list[Path]:
-    return json_files(folder)
+    """The wait-state files of `folder`; none when the folder is a link (where the agent could
+    point it, with the folder in the tree: it is not followed)."""
+    return [] if is_link(folder, "read wait states") else json_files(folder)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker.config import Settings
+from worker.humanize import visible
 from worker.process.lazyimport import lazy
 from worker.state.store import Store, script
 
@@ -82,7 +83,9 @@ def enqueue(
     if event not in settings.notify.events:
         return 0
     added = 0
-    title, text = _proc.redact(title), _proc.redact(text)
+    # The agent's words, masked, and their control characters shown (a chat or a webhook's
+    # subscriber, such as `ntfy subscribe`, may print them to a terminal).
+    title, text = visible(_proc.redact(title)), visible(_proc.redact(text))
     ensure(store)
     with store.transaction() as db:
         for channel in channels(settings):

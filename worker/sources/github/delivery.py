@@ -7,6 +7,7 @@ still lets the labels show the end state; what failed is raised at the end as on
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,9 @@ from urllib.parse import quote, urlsplit
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
-from worker.process.gitsafe import git_argv, push_credentials, push_url, scratch_repo
-from worker.process.proc import child_env, redact, run_process
+from worker.process.gitsafe import git_argv, merge_from, push_credentials, scratch_repo
+from worker.process.gitview import base_env, main_checkout, worktree_checkout
+from worker.process.proc import redact, run_process
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
@@ -70,7 +72,9 @@ def _deliver(
     """Push the branch and open the pull request; what happened, as notes for the comment."""
     if result.outcome is not Outcome.SUCCESS or not result.branch or not settings.github.push:
         return []
-    error = push_branch(settings.github, settings.workspace, result.branch, token_from_env())
+    error = push_branch(
+        settings.github, settings.workspace, result.branch, token_from_env(), repo=task.ref["repo"]
+    )
     if error is not None:
         return [f"⚠️ {error}"]
     notes = [f"Branch `{result.branch}` pushed."]
@@ -152,75 +156,88 @@ def _write_status(
         )
 
 
+def remote_url(settings: GitHubSettings, repo: str | None) -> str | None:
+    """Where worker pushes and fetches: `[github] remote` when it is a URL or a path, else (a
+    remote's name, `origin` by default) the issue's repository on the GitHub host, over https.
+    Never a remote of the workspace's `.git/config`, which the agent can write."""
+    remote = settings.remote
+    if "://" in remote or re.match(r"[^/:]+@[^/:]+:", remote) or Path(remote).is_absolute():
+        return remote
+    return f"https://{git_host(settings)}/{repo}.git" if repo else None
+
+
 def push_branch(
-    settings: GitHubSettings, workspace: Any, branch: str, token: str | None
+    settings: GitHubSettings,
+    workspace: Any,
+    branch: str,
+    token: str | None,
+    *,
+    repo: str | None = None,
 ) -> str | None:
-    """Push `branch` to the workspace's remote; returns an error text, None when pushed.
-    The token reaches git only through a one-shot credential helper (`worker.process.gitsafe`)."""
-    env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
-    refspec = f"{branch}:refs/heads/{branch}"
-    url = push_url(workspace, settings.remote, env)
+    """Push `branch` to worker's remote (`remote_url`); returns an error text, None when
+    pushed. The push runs from a scratch repository of worker's own; the token reaches git
+    only through a one-shot credential helper (`worker.process.gitsafe`)."""
+    env = {**base_env(), "GIT_TERMINAL_PROMPT": "0"}
+    url = remote_url(settings, repo)
+    checkout = main_checkout(Path(workspace))
+    if url is None or checkout is None:
+        return f"git push {branch}: no repository to push to; set [github] remote to its URL"
     if token and url.lower().startswith("http://"):
-        return f"git push {settings.remote} {branch}: refused, the token never goes over http"
+        return redact(f"git push {url} {branch}: refused, the token never goes over http")
     with contextlib.ExitStack() as stack:
-        cwd, target, config = workspace, settings.remote, []
+        scratch = stack.enter_context(scratch_repo(checkout, branch, env))
+        config: list[str] = []
         if token and url.lower().startswith("https://"):
-            # `.git/config` is the agent's to write: the push with the token reads none of it.
-            cwd, target = stack.enter_context(scratch_repo(workspace, branch, env)), url
             config = stack.enter_context(push_credentials(token, git_host(settings)))
-        args = ["push", target, refspec]
-        proc = run_process(git_argv(*config, *args), cwd=cwd, timeout_s=300, env=env)
+        args = ["push", url, f"{branch}:refs/heads/{branch}"]
+        proc = run_process(git_argv(*config, *args), cwd=scratch, timeout_s=300, env=env)
     if proc.exit_code == 0:
         return None
     tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
-    return redact(f"git push {settings.remote} {branch} failed: {' / '.join(tail)}")
+    return redact(f"git push {url} {branch} failed: {' / '.join(tail)}")
 
 
-def bring_base_in(settings: GitHubSettings, cwd: Path, base: str, token: str | None) -> str:
-    """Merge the pull request's base into its branch checked out at `cwd`, before the agent
-    resolves a conflict; what happened, in one sentence for the agent's prompt. Conflicts
-    stay in the files with their markers (the merge is in progress: the agent's commit, or
-    worker's at the end of the task, concludes it).
+def bring_base_in(
+    settings: GitHubSettings,
+    cwd: Path,
+    base: str,
+    token: str | None,
+    *,
+    workspace: Path,
+    branch: str,
+    repo: str | None = None,
+) -> str:
+    """Merge the pull request's base into its branch checked out at `cwd` (a task worktree of
+    `workspace`), before the agent resolves a conflict; what happened, in one sentence for
+    the agent's prompt. Conflicts stay in the files with their markers (the merge is in
+    progress: the agent's commit, or worker's at the end of the task, concludes it).
 
-    With a token over https the fetch runs from a scratch repository of worker's own, as the
-    push does: the token never meets the configuration the agent can write."""
-    env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
-    url = push_url(cwd, settings.remote, env)
+    The base is fetched from worker's remote (`remote_url`) into a scratch repository of
+    worker's own (with the one-shot credential over https), then merged through worker's view
+    of the worktree: no configuration of the agent's is read (no merge driver, no filter)."""
+    env = {**base_env(), "GIT_TERMINAL_PROMPT": "0"}
+    url = remote_url(settings, repo)
+    checkout = worktree_checkout(workspace, cwd, branch)
+    if url is None or checkout is None:
+        return "worker could not fetch the base: set [github] remote to the repository's URL"
     with contextlib.ExitStack() as stack:
-        source, config = settings.remote, []
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="worker-fetch-"))
+        run_process(git_argv("init", "-q", "--bare", scratch), cwd=cwd, timeout_s=60, env=env)
+        config: list[str] = []
         if token and url.lower().startswith("https://"):
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="worker-fetch-"))
-            run_process(git_argv("init", "-q", "--bare", scratch), cwd=cwd, timeout_s=60, env=env)
             config = stack.enter_context(push_credentials(token, git_host(settings)))
-            ref = f"+refs/heads/{base}:refs/heads/{base}"
-            got = run_process(
-                git_argv(*config, "fetch", "-q", url, ref),
-                cwd=Path(scratch),
-                timeout_s=300,
-                env=env,
-            )
-            if got.exit_code != 0:
-                return redact(f"worker could not fetch `{base}`: {got.stderr_tail.strip()[-300:]}")
-            source = scratch
-        fetched = run_process(
-            git_argv("fetch", "-q", source, base), cwd=cwd, timeout_s=300, env=env
+        ref = f"+refs/heads/{base}:refs/heads/{base}"
+        got = run_process(
+            git_argv(*config, "fetch", "-q", url, ref), cwd=Path(scratch), timeout_s=300, env=env
         )
-    if fetched.exit_code != 0:
-        return redact(f"worker could not fetch `{base}`: {fetched.stderr_tail.strip()[-300:]}")
-    merge = ["-c", "user.name=worker", "-c", "user.email=worker@localhost"]
-    merged = run_process(
-        git_argv(*merge, "merge", "--no-edit", "FETCH_HEAD"), cwd=cwd, timeout_s=300, env=env
-    )
-    if merged.exit_code == 0:
+        if got.exit_code != 0:
+            return redact(f"worker could not fetch `{base}`: {got.stderr_tail.strip()[-300:]}")
+        merged = merge_from(checkout, Path(scratch), base)
+    if merged.clean:
         return f"worker merged the latest `{base}` into the branch; it merged cleanly."
-    listed = run_process(
-        git_argv("diff", "--name-only", "--diff-filter=U"), cwd=cwd, timeout_s=60, env=env
-    )
-    files = ", ".join(listed.stdout.split()[:20])
-    if not files:  # not a conflict (unrelated histories, a dirty tree): nothing half-done
-        run_process(git_argv("merge", "--abort"), cwd=cwd, timeout_s=60, env=env)
-        said = merged.stderr_tail.strip()[-300:] or merged.stdout.strip()[-300:]
-        return redact(f"worker could not merge `{base}` into the branch: {said}")
+    if not merged.conflicts:  # not a conflict (unrelated histories, a dirty tree)
+        return redact(f"worker could not merge `{base}` into the branch: {merged.said}")
+    files = ", ".join(merged.conflicts[:20])
     return (
         f"worker merged the latest `{base}` into the branch; these files conflict and hold "
         f"conflict markers for you to resolve: {files}."
