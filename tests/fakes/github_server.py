@@ -744,7 +744,11 @@ def _page(
 
 
 def settings_for(server: FakeGitHub, **github: Any) -> dict[str, Any]:
-    """A `[github]` section pointed at the fake server, with fast retries and no delays."""
+    """A `[github]` section pointed at the fake server, with fast retries and no delays. Its
+    tasks are worked on in place (most tests' workspaces are no git repository) unless the
+    test asks for a delivery (`delivery`, or the older `open_pr`)."""
+    if "open_pr" not in github:
+        github.setdefault("delivery", "in_place")
     return {
         "repos": ["acme/app"],
         "base_url": server.url,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worker.config import Settings
+from worker.delivery import delivery_of, in_worktree
 from worker.process.gitsafe import git_argv, repo
 from worker.process.platform.names import portable_name
 from worker.process.proc import run_process
@@ -123,6 +125,23 @@ def ensure_repo(path: Path) -> None:
     proc = run_process(git_argv("rev-parse", "--git-dir"), cwd=path, timeout_s=30)
     if proc.exit_code != 0:
         raise UsageError(f"--use-worktree needs a git repository; {path} is not one")
+
+
+def delivery_problem(settings: Settings, source: str, use_worktree: bool) -> str | None:
+    """Why a task of `source` cannot be delivered as configured here (it needs a worktree, and
+    the workspace is no git repository); None when it can."""
+    found = delivery_of(settings, source, use_worktree)
+    if not in_worktree(found):
+        return None
+    proc = run_process(git_argv("rev-parse", "--git-dir"), cwd=settings.workspace, timeout_s=30)
+    if proc.exit_code == 0:
+        return None
+    key = "[github] delivery" if source == "github" else "inbox_delivery"
+    how = "--use-worktree" if use_worktree else f'{key} = "{found}"'
+    return (
+        f"{how} works in a git worktree, and {settings.workspace} is no git repository: "
+        f'make it one (git init, a remote to push to), or set {key} = "in_place"'
+    )
 
 
 def branch_name(task_id: str) -> str:

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
+from worker.delivery import delivery_lines
 from worker.errors import ConfigError, UsageError
 from worker.fleet import fleet_session
 from worker.kernel.scheduling import Decision, Reason, Snapshot, decide
@@ -91,6 +92,7 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
         for skipped in listing.skipped
         if skipped.reason_code == SETUP_PROBLEM
     ]
+    report.notes += [f"delivery of {line}" for line in delivery_lines(settings, options.use_worktree)]
     # SOURCE_ERROR in words: which source could not be read, and why.
     report.source_errors = [e for listing in snap.listings for e in listing.errors][:10]
     if decision.task is None:
@@ -343,7 +345,7 @@ def _decide_and_claim(
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
         if decision.task is not None:
             mode = modes.get(_pick_mode(decision, options, modes)[0])
-            _preflight(settings, store, run_id, mode, decision.task.source)
+            _preflight(settings, store, run_id, mode, decision.task.source, options.use_worktree)
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             return decision, excluded
         excluded.add(decision.task.id)
@@ -383,16 +385,21 @@ def _finish_task(
     )
 
 
-def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode, source: str) -> None:
+def _preflight(
+    settings: Settings, store: Store, run_id: int, mode: Mode, source: str, use_worktree: bool
+) -> None:
     """Before any claim: the agent that would start can start (in the box the task's source
-    asks for), else no task is touched (and `worker why` says what to fix)."""
+    asks for), and the work can be delivered as configured (a worktree needs a repository),
+    else no task is touched (and `worker why` says what to fix)."""
     from worker.agents.infra import preflight  # only with a task to take
+    from worker.process.workspace_git import delivery_problem
     from worker.sandbox.box import for_task
 
     failure = preflight(for_task(settings, source), mode)
-    if failure is None:
+    problem = failure.message if failure else delivery_problem(settings, source, use_worktree)
+    if problem is None:
         return
-    message = f"{failure.message}. No task was taken."
+    message = f"{problem}. No task was taken."
     _record_error(settings, store, run_id, message, 0.0)
     raise ConfigError(message)
 

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from worker.config import Settings
+from worker.delivery import delivery_of, in_worktree
 from worker.kernel.scheduling import Decision
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
@@ -60,8 +61,9 @@ def execute(
         wait_path = decision.wait.ref
         start = _restore(settings, wait_path, mode_id, decision.wait.answer)
     cwd, branch = settings.workspace, None
-    # A task that follows its pull request works on the pull request's branch again.
-    if options.use_worktree or "pr" in task.ref:
+    # Delivered on a branch (`[github] delivery`, `--use-worktree`), never in the operator's
+    # checkout; a task that follows its pull request works on the pull request's branch again.
+    if in_worktree(delivery_of(settings, task.source, options.use_worktree)) or "pr" in task.ref:
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
     if decision.wait is not None and "pr" in task.ref:
         start.resume_answer = _base_brought_in(settings, task, cwd, start.resume_answer)

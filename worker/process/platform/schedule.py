@@ -19,6 +19,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from worker.delivery import delivery_lines
+
 if TYPE_CHECKING:  # pydantic is not needed to print `worker --help`
     from worker.config import Settings
 
@@ -68,6 +70,7 @@ class ScheduleEnv:
     left_out: tuple[str, ...] = ()  # names of secrets not written
     state: str | None = None  # the state folder, when pinned here
     inbox: str | None = None  # its inbox
+    delivery: tuple[str, ...] = ()  # how each source's work is delivered (worker/delivery.py)
 
     def comment(self, prefix: str = "#") -> list[str]:
         lines = []
@@ -76,6 +79,7 @@ class ScheduleEnv:
                 f"{prefix} State folder {self.state} (inbox {self.inbox}), pinned with "
                 "WORKER_STATE_DIR: the same as `worker submit`, `status` and `log` in this shell."
             )
+        lines += [f"{prefix} Delivery of {line}" for line in self.delivery]
         if self.variables:
             lines.append(
                 f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran "
@@ -108,7 +112,13 @@ def schedule_env(env: Mapping[str, str], settings: Settings | None = None) -> Sc
         return ScheduleEnv(variables, tuple(left_out))
     if settings.state_dir is None:
         variables["WORKER_STATE_DIR"] = str(settings.state)
-    return ScheduleEnv(variables, tuple(left_out), str(settings.state), str(settings.inbox))
+    return ScheduleEnv(
+        variables,
+        tuple(left_out),
+        str(settings.state),
+        str(settings.inbox),
+        tuple(delivery_lines(settings)),
+    )
 
 
 def render(

@@ -41,8 +41,11 @@ class GitHubSettings(BaseModel):
     trusted_users: list[str] = []
     claim_ttl_s: PositiveInt = 4 * 3600  # a claim not renewed for this long has expired
     assign: bool = True  # assign the token's user when claiming (ignored where not allowed)
-    open_pr: bool = False
-    push: bool = True  # push the task branch on success (with --use-worktree)
+    # How a task is delivered (worker/delivery.py): a pull request from a worktree unless
+    # configured otherwise; never in the operator's checkout by default.
+    delivery: Literal["in_place", "branch", "pull_request"] | None = None
+    open_pr: bool | None = None  # older spelling: true = "pull_request", false = "branch"
+    push: bool = True  # push the task branch on success (delivery "branch" or "pull_request")
     pr_base: str | None = None  # None = the repository's default branch
     remote: str = "origin"
     # A pull request the task opened keeps the task alive: it resumes when the checks fail, a
@@ -82,6 +85,14 @@ class GitHubSettings(BaseModel):
         if not value.startswith(("https://", "http://")):
             raise ValueError("must start with https:// (or http:// for a local server)")
         return value.rstrip("/")
+
+    @property
+    def effective_delivery(self) -> Literal["in_place", "branch", "pull_request"]:
+        if self.delivery is not None:
+            return self.delivery
+        if self.open_pr is not None:
+            return "pull_request" if self.open_pr else "branch"
+        return "pull_request"
 
     @property
     def end_labels(self) -> tuple[str, str, str]:

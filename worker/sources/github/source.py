@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from worker.config import Settings
+from worker.delivery import PULL_REQUEST, delivery_of
 from worker.models import Outcome, Task, TaskResult
 from worker.process.proc import redact
 from worker.sources.base import Listing, Skipped
@@ -69,7 +70,9 @@ class GitHubSource:
         self.gh = settings.github
         self.store = None if dry_run else store
         self.dry_run = dry_run or store is None
-        self.open_pr = self.gh.open_pr if open_pr is None else open_pr
+        if open_pr is None:  # `--open-pr` wins over `[github] delivery`
+            open_pr = delivery_of(settings, SOURCE) == PULL_REQUEST
+        self.open_pr = open_pr
         self.client = client or make_client(self.gh, self.store)
         self._trust: dict[str, dict[str, Any]] = {}
         self._renewed: dict[str, float] = {}
