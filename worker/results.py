@@ -107,6 +107,9 @@ class TaskResult:
     infra: InfraFailure | None = None  # the task ended on an infrastructure failure
     # The pull request the report opened or found (`number`, `url`, `head`), when one did.
     pull_request: dict[str, Any] | None = None
+    # A task ended without an agent run of its own (its pull request merged or closed): the
+    # iterations of all its runs, for its report (`iterations` holds this run's, none).
+    iterations_total: int | None = None
 
     @property
     def mode(self) -> str | None:

@@ -144,6 +144,17 @@ class ReplySignal(NamedTuple):
     may_stop: bool = True  # may stop, cancel or pause it (`control.may_order`)
 
 
+class TaskEnd(NamedTuple):
+    """A task ended without an agent in this run (its pull request merged or closed): what
+    the run records of it."""
+
+    task_id: str
+    source: str
+    outcome: str
+    reason: str
+    branch: str | None = None
+
+
 # Never compared (and never hashable: a source's `Listing` is not), so no generated `__eq__`
 # and `__hash__`: two fewer `exec`s at every start.
 @dataclass(frozen=True, eq=False)
@@ -157,6 +168,7 @@ class Snapshot:
     forced: Task | None = None  # `--task-id`
     excluded: frozenset[str] = frozenset()  # ids lost to another run this turn
     notes: tuple[str, ...] = ()  # reason codes observed before deciding (e.g. LEASE_EXPIRED)
+    ended: tuple[TaskEnd, ...] = ()  # tasks phase 0 ended (their pull request merged, closed)
     # the kernel's own observations
     controls: tuple[ControlOrder, ...] = ()
     running: Task | None = None  # a task running now (the stop watcher's view)

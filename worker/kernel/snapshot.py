@@ -45,6 +45,7 @@ def take_snapshot(
         pending_waits=scan.pending,
         forced=forced,
         notes=notes,
+        ended=tuple(scan.ends),
     )
     return observe(settings, store, snap, dry_run=dry_run)  # orders, paused flows, leftovers
 

@@ -17,6 +17,7 @@ from worker.config import Settings
 from worker.delivery import delivery_lines
 from worker.errors import ConfigError, UsageError
 from worker.fleet import fleet_session
+from worker.kernel.model import TaskEnd
 from worker.kernel.scheduling import Decision, Reason, Snapshot, decide
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.models import Outcome
@@ -270,18 +271,51 @@ def _take_and_run(
         mode_reason=mode_reason,
     )
     if decision.task is None or mode_id is None:
+        ended = list(snap.ended)
+        if ended:  # the run's outcome is what it saw end (a merge), not `idle`
+            _as_ended(report, ended.pop(0))
         store.finish_run(
             run_id,
-            outcome=Outcome.IDLE.value,
+            task_id=report.task_id,
+            source=report.source,
+            outcome=report.outcome.value,
+            reason=report.reason,
             reason_codes=report.reason_codes,
+            branch=report.branch,
             duration_s=time.monotonic() - t0,
         )
+        _record_ends(settings, store, ended)
         return report
     from worker.run.tasks import execute
 
     result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
     _finish_task(store, run_id, t0, report, decision, result)
+    _record_ends(settings, store, list(snap.ended))
     return report
+
+
+def _as_ended(report: RunReport, end: TaskEnd) -> None:
+    report.task_id, report.source, report.branch = end.task_id, end.source, end.branch
+    report.outcome, report.reason = Outcome(end.outcome), end.reason
+    report.reason_codes.append("PR_ENDED")
+
+
+def _record_ends(settings: Settings, store: Store, ended: list[TaskEnd]) -> None:
+    """Each other task phase 0 ended gets a record of its own (`log`, `show TASK`)."""
+    for end in ended:
+        record = RunReport(Outcome.IDLE)
+        _as_ended(record, end)
+        run_id = store.start_run(settings.machine_id, os.getpid())
+        store.finish_run(
+            run_id,
+            task_id=end.task_id,
+            source=end.source,
+            outcome=end.outcome,
+            reason=end.reason,
+            reason_codes=record.reason_codes,
+            branch=end.branch,
+            duration_s=0.0,
+        )
 
 
 def _recover(

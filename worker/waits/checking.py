@@ -89,8 +89,10 @@ def _end(
     from worker.waits.expiry import end_wait
 
     outcome, reason = Outcome(end[0]), end[1]
-    if end_wait(settings, store, wait.path, wait.state, outcome, reason, WaitCode.PR_ENDED):
+    ended = end_wait(settings, store, wait.path, wait.state, outcome, reason, WaitCode.PR_ENDED)
+    if ended is not None:
         result.ended.append(wait.state.task_id)
+        result.ends.append(ended)
     else:
         result.pending += 1
 

@@ -30,6 +30,7 @@ from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.state import WaitState, task_of, wait_state_files
 
 if TYPE_CHECKING:
+    from worker.kernel.model import TaskEnd
     from worker.waits.github_look import GitHubLook
 
 __all__ = ["WaitScan", "remove", "scan", "task_of", "trusted_waits"]
@@ -48,6 +49,7 @@ class WaitScan:
     errors: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)  # task ids ended as expired this run
     ended: list[str] = field(default_factory=list)  # task ids ended by their condition
+    ends: list[TaskEnd] = field(default_factory=list)  # the same, as the run records them
     consumed: int = 0  # answers moved to done/ after their task was resumed
     github_requests: int = 0  # requests that cost rate limit (a 304 does not)
 

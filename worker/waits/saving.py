@@ -139,7 +139,7 @@ def save_pull_request_wait(
         state = base_state(settings, point, "pull_request")
         state.reason = f"pull request #{number} is open"
         state.wait_for = f"pull request #{number}: its checks, reviews and merge {url}".strip()
-    state.source_ref.update({"pr": int(number), "prRounds": rounds})
+    state.source_ref.update({"pr": int(number), "prRounds": rounds, "prUrl": str(url)})
     if pull.get("base"):
         state.source_ref["prBase"] = str(pull["base"])
     state.resume_brief = f"following pull request #{number}: {point.task.title}"[:300]

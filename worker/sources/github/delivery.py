@@ -21,6 +21,10 @@ from worker.sources.github.client import GitHubClient, GitHubError, token_from_e
 from worker.sources.github.report import end_label, result_body
 from worker.sources.github.settings import GitHubSettings
 
+# A task its pull request ended (merged, closed; `worker.waits.ledger.WaitCode.PR_ENDED`):
+# nothing to deliver, its branch to delete.
+ENDED = "PR_ENDED"
+
 
 def report_to_issue(
     client: GitHubClient, settings: Settings, task: Task, result: TaskResult, *, open_pr: bool
@@ -31,7 +35,10 @@ def report_to_issue(
     repo, number = task.ref["repo"], int(task.ref["number"])
     errors: list[str] = []
     try:
-        notes = _deliver(client, settings, task, result, open_pr)
+        if ENDED in result.reason_codes:  # merged or closed: the branch has served
+            notes = delete_branch(settings, result.branch)
+        else:
+            notes = _deliver(client, settings, task, result, open_pr)
     except Exception as exc:  # an unreadable answer: the comment and labels still go out
         notes = [f"⚠️ could not deliver the branch: {redact(str(exc))}"]
     follow_pull_request(gh, result)
@@ -96,7 +103,7 @@ def follow_pull_request(settings: GitHubSettings, result: TaskResult) -> None:
     """A task that opened (or updated) its pull request is not done: it waits on the pull
     request, for its checks, its reviews and its merge (`worker.waits.github_pr`)."""
     pull = result.pull_request
-    if pull is None or result.outcome is not Outcome.SUCCESS:
+    if pull is None or result.outcome is not Outcome.SUCCESS or ENDED in result.reason_codes:
         return
     if not settings.follow_pull_requests:
         return
@@ -152,13 +159,36 @@ def _write_status(
         )
 
 
-def push_branch(
-    settings: GitHubSettings, workspace: Any, branch: str, token: str | None
-) -> str | None:
-    """Push `branch` to the workspace's remote; returns an error text, None when pushed.
-    The token reaches git only through a one-shot credential helper (`worker.process.gitsafe`)."""
+def delete_branch(settings: Settings, branch: str | None) -> list[str]:
+    """The task's branch deleted on the remote and in the workspace, once its pull request is
+    merged or closed; what happened, as notes for the status comment. A branch GitHub deleted
+    already (the repository's "delete head branches") is no error."""
+    if not branch or not branch.startswith("worker/"):
+        return []
     env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
-    refspec = f"{branch}:refs/heads/{branch}"
+    error = None
+    if settings.github.push:
+        error = push_branch(settings.github, settings.workspace, branch, token_from_env(), True)
+    if error is not None and "remote ref does not exist" not in error:
+        return [f"⚠️ {error}"]
+    cwd = settings.workspace
+    run_process(git_argv("worktree", "prune"), cwd=cwd, timeout_s=60, env=env)
+    run_process(git_argv("branch", "-D", "--", branch), cwd=cwd, timeout_s=60, env=env)
+    return [f"Branch `{branch}` deleted."]
+
+
+def push_branch(
+    settings: GitHubSettings,
+    workspace: Any,
+    branch: str,
+    token: str | None,
+    delete: bool = False,
+) -> str | None:
+    """Push `branch` to the workspace's remote (`delete`: delete it there); returns an error
+    text, None when pushed. The token reaches git only through a one-shot credential helper
+    (`worker.process.gitsafe`)."""
+    env = {**child_env(), "GIT_TERMINAL_PROMPT": "0"}
+    refspec = f":refs/heads/{branch}" if delete else f"{branch}:refs/heads/{branch}"
     url = push_url(workspace, settings.remote, env)
     if token and url.lower().startswith("http://"):
         return f"git push {settings.remote} {branch}: refused, the token never goes over http"
