@@ -78,6 +78,8 @@ def _render(data: dict[str, Any]) -> None:
             ui.line(f"source error: {error}")
         _render_dry_run(data, codes)
         return
+    for note in data.get("notes") or []:  # what the looks at pull requests saw
+        ui.line(f"seen: {note}")
     if data["outcome"] == "idle":
         ui.line(f"idle: nothing to do ({codes})")
         return

@@ -67,6 +67,8 @@ def explain(event: dict[str, Any], run: dict[str, Any] | None = None) -> list[st
         text = _ACTS.get(action["act"], action["act"]).format(task=action["task"])
         why = f": {action['detail']}" if action.get("detail") else ""
         lines.append(f"- it {text}{why} ({action['reason']})")
+    seen = (event.get("detail") or {}).get("seen") or []
+    lines += [f"- it looked at {line}" for line in seen]
     cands = event.get("candidates") or {}
     if cands:
         lines.append("Candidates seen: " + ", ".join(f"{k} {v}" for k, v in cands.items()) + ".")

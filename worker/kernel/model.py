@@ -169,6 +169,7 @@ class Snapshot:
     excluded: frozenset[str] = frozenset()  # ids lost to another run this turn
     notes: tuple[str, ...] = ()  # reason codes observed before deciding (e.g. LEASE_EXPIRED)
     ended: tuple[TaskEnd, ...] = ()  # tasks phase 0 ended (their pull request merged, closed)
+    seen: tuple[str, ...] = ()  # what phase 0's looks at pull requests saw, in words
     # the kernel's own observations
     controls: tuple[ControlOrder, ...] = ()
     running: Task | None = None  # a task running now (the stop watcher's view)

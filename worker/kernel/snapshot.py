@@ -46,6 +46,7 @@ def take_snapshot(
         forced=forced,
         notes=notes,
         ended=tuple(scan.ends),
+        seen=tuple(scan.seen[:10]),
     )
     return observe(settings, store, snap, dry_run=dry_run)  # orders, paused flows, leftovers
 

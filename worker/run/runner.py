@@ -259,6 +259,7 @@ def _take_and_run(
                 "recovered": recovered,
                 "orphans_ended": orphans,
                 "excluded": sorted(excluded),
+                "seen": list(snap.seen),  # what the looks at pull requests saw (`why`)
                 "kernel": {**decision.event(), "applied": applied},
             },
         ),
@@ -269,6 +270,7 @@ def _take_and_run(
         reason_codes=list(decision.reason_codes),
         candidates=decision.candidates,
         mode_reason=mode_reason,
+        notes=list(snap.seen),
     )
     if decision.task is None or mode_id is None:
         ended = list(snap.ended)

@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from worker.waits.conditions import CheckContext, Verdict, Waiting, clip
+from worker.waits.conditions import (
+    BLOCKED,
+    FAILED,
+    RUNNING,
+    CheckContext,
+    Verdict,
+    Waiting,
+    clip,
+)
 from worker.waits.github_checks import may_answer
 from worker.waits.github_look import parse, whole
 
@@ -47,6 +55,7 @@ class Checks:
 
     pending: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # each: the name and its excerpt
+    failed_names: list[str] = field(default_factory=list)
     passed: set[str] = field(default_factory=set)
 
 
@@ -164,14 +173,14 @@ def _standing(pull: Pull, checks: Checks, requested: bool, verdict: Verdict) -> 
     if pull.data.get("mergeable") is False:
         said.append("conflicts with its base")
     if checks.pending:
-        said.append("checks running: " + ", ".join(checks.pending[:3]))
+        said.append(f"{RUNNING}: " + ", ".join(checks.pending[:3]))
     elif checks.failed:
-        said.append(f"{len(checks.failed)} check(s) failed")
+        said.append(f"{FAILED}: " + ", ".join(checks.failed_names[:3]))
     if requested:
         said.append("changes requested")
     blocked = [d for code, d in verdict.ignored if code == "PR_MERGE_BLOCKED"]
     if blocked:
-        said.append("merge label set, but " + blocked[0].split(": ", 1)[-1])
+        said.append(f"{BLOCKED} " + blocked[0].split(": ", 1)[-1])
     if not said:
         label = pull.ctx.settings.github.merge_label
         said.append(f"open, nothing to fix; a person merges it, or labels it {label!r}")
@@ -201,6 +210,7 @@ def _checks(pull: Pull) -> Checks:
             found.pending.append(name)
         elif run.get("conclusion") in FAILED_RUN:
             found.failed.append(_run_excerpt(pull, run, name))
+            found.failed_names.append(name)
         else:
             found.passed.add(name)
     # No statuses at all reads "pending" with total_count 0: that is "none", not "running".
@@ -212,6 +222,7 @@ def _checks(pull: Pull) -> Checks:
             said = str(status.get("description") or "")[:EXCERPT]
             link = status.get("target_url") or ""
             found.failed.append(f"### {name} ({state})\n{said}\n{link}".strip())
+            found.failed_names.append(name)
         else:
             found.passed.add(name)
     return found

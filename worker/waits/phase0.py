@@ -50,6 +50,7 @@ class WaitScan:
     expired: list[str] = field(default_factory=list)  # task ids ended as expired this run
     ended: list[str] = field(default_factory=list)  # task ids ended by their condition
     ends: list[TaskEnd] = field(default_factory=list)  # the same, as the run records them
+    seen: list[str] = field(default_factory=list)  # what the looks at pull requests saw, in words
     consumed: int = 0  # answers moved to done/ after their task was resumed
     github_requests: int = 0  # requests that cost rate limit (a 304 does not)
 
