@@ -1,7 +1,8 @@
 """How each task source's work is delivered: in place, on a branch in a worktree, or as a pull
 request from a worktree. A setting per source in `worker.toml` (`[github] delivery`, the
-top-level `inbox_delivery`), with a default that fits the source: an issue tracker's task becomes a pull request
-and never edits the operator's checkout; a message in the inbox is worked on in place.
+top-level `inbox_delivery`), with a default that fits the source: an issue tracker's task
+becomes a pull request and never edits the operator's checkout; a message in the inbox is
+worked on in place.
 
 `worker run --use-worktree` still moves in-place work to a worktree, for one run.
 """

@@ -93,7 +93,8 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
         for skipped in listing.skipped
         if skipped.reason_code == SETUP_PROBLEM
     ]
-    report.notes += [f"delivery of {line}" for line in delivery_lines(settings, options.use_worktree)]
+    lines = delivery_lines(settings, options.use_worktree)
+    report.notes += [f"delivery of {line}" for line in lines]
     # SOURCE_ERROR in words: which source could not be read, and why.
     report.source_errors = [e for listing in snap.listings for e in listing.errors][:10]
     if decision.task is None:

@@ -30,6 +30,7 @@ from worker.sources.fallback import (
     remember_problem,
     run_checks,
 )
+from worker.sources.github.settings import next_round
 from worker.state.progress import Tracker, review_step
 from worker.state.run_report import RunOptions
 from worker.state.store import Store
@@ -248,7 +249,7 @@ def _follow(settings: Settings, task: Task, result: TaskResult) -> None:
         modes_used=list(result.modes),
         cost_usd=result.cost_usd,
     )
-    rounds = int(task.ref["prRounds"]) + 1 if "prRounds" in task.ref else 0
+    rounds = next_round(task.ref)
     try:
         result.wait_state = save_pull_request_wait(settings, point, result.pull_request, rounds)
     except Exception as exc:  # the pull request stays; the task cannot follow it

@@ -31,8 +31,7 @@ def task_totals(store: Store, task_id: str) -> Totals:
         (task_id,),
     ).fetchone()
     branch = store.db.execute(
-        "SELECT branch FROM runs WHERE task_id = ? AND branch IS NOT NULL ORDER BY id DESC"
-        " LIMIT 1",
+        "SELECT branch FROM runs WHERE task_id = ? AND branch IS NOT NULL ORDER BY id DESC LIMIT 1",
         (task_id,),
     ).fetchone()
     return Totals(int(row[0]), int(row[1]), float(row[2]), float(row[3]), branch and branch[0])

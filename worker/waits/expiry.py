@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 
 from worker.config import Settings
-from worker.models import Outcome, Task
 from worker.kernel.model import TaskEnd
+from worker.models import Outcome, Task
 from worker.results import TaskResult
 from worker.sources.base import TaskSource
 from worker.state.fsutil import quarantine
@@ -54,7 +54,7 @@ def end_wait(
             log.warning("waits: could not report %s of %s: %s", outcome.value, task.id, exc)
             if ledger is not None:
                 ledger.log(task.id, WaitCode.WAIT_EXPIRY_REPORT_FAILED, str(exc), once=True)
-            return False
+            return None
     quarantine(path, settings.wait_states / outcome.value, f"{code}: {reason}")
     record.forget(settings, path, store)
     if store is not None:

@@ -19,7 +19,7 @@ from worker.process.proc import child_env, redact, run_process
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
-from worker.sources.github.settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings, held_reason, next_round
 
 # A task its pull request ended (merged, closed; `worker.waits.ledger.WaitCode.PR_ENDED`):
 # nothing to deliver, its branch to delete.
@@ -110,6 +110,10 @@ def follow_pull_request(settings: GitHubSettings, result: TaskResult) -> None:
     result.outcome = Outcome.WAITING
     result.reason_codes.append("PR_FOLLOWED")
     said = f"{result.reason.rstrip('.')}. " if result.reason else ""
+    rounds, ref = next_round(result.task.ref), result.task.ref
+    if rounds >= settings.follow_limit(ref):  # the status comment asks the person, in the open
+        result.reason = f"{said}{held_reason(pull['number'], rounds, settings.max_follow_ups)}"
+        return
     result.reason = (
         f"{said}Pull request #{pull['number']} is open: worker follows its checks, reviews "
         "and merge, and resumes the task when they need work."

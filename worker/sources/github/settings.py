@@ -7,7 +7,8 @@ is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 # Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -94,6 +95,29 @@ class GitHubSettings(BaseModel):
             return "pull_request" if self.open_pr else "branch"
         return "pull_request"
 
+    def follow_limit(self, ref: Mapping[str, Any]) -> int:
+        """The rounds of fixes a task's pull request may have: `max_follow_ups`, or more once
+        a person approved going on past it (`prLimit` in the task's reference)."""
+        given = ref.get("prLimit")
+        return int(str(given)) if str(given).isdigit() else self.max_follow_ups
+
     @property
     def end_labels(self) -> tuple[str, str, str]:
         return (self.done_label, self.failed_label, self.waiting_label)
+
+
+def next_round(ref: Mapping[str, Any]) -> int:
+    """The round of fixes a task whose reference is `ref` has just made on its pull request:
+    0 when it opened it, then 1, 2, ..."""
+    return int(ref["prRounds"]) + 1 if "prRounds" in ref else 0
+
+
+def held_reason(number: int, rounds: int, more: int) -> str:
+    """What a pull request at its follow-up limit waits for, in words for the issue."""
+    return (
+        f"pull request #{number} has had {rounds} round(s) of fixes, its limit ([github] "
+        f"max_follow_ups): a person decides. Comment `/approve` on the issue for {more} more "
+        "round(s) (text after it goes to the agent), or `/reject` to stop following it (no "
+        "agent starts; the pull request stays open for you). The merge label still merges it "
+        "once its checks pass and it is approved."
+    )
