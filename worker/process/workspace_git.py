@@ -12,23 +12,33 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.delivery import delivery_of, in_worktree
 from worker.process.gitsafe import git_argv, repo
 from worker.process.platform.names import portable_name
-from worker.process.proc import run_process
+from worker.process.proc import redact, run_process
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
 
-# Commits made by worker say so, whatever the machine's git identity is.
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "worker",
-    "GIT_AUTHOR_EMAIL": "worker@localhost",
-    "GIT_COMMITTER_NAME": "worker",
-    "GIT_COMMITTER_EMAIL": "worker@localhost",
-}
+# Commits made by worker say so, whatever the machine's git identity is: by default a bot name
+# at a `.invalid` address (RFC 2606), which credits no account anywhere.
+BOT_IDENTITY = ("worker", "noreply@worker.invalid")
+
+
+def identity(author: tuple[str, str] | None = None) -> dict[str, str]:
+    """git's variables for a commit by `author` (name, address), committed by the same."""
+    name, email = author or BOT_IDENTITY
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
 
 
 @dataclass(frozen=True)
@@ -174,9 +184,27 @@ def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path
     return path, branch
 
 
-def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
-    """Commit what the agent left in the worktree, then remove the worktree; the branch stays.
-    Returns True when a commit was made."""
+def commit_message(task_id: str, title: str, result: TaskResult | None, done: bool) -> str:
+    """The commit's subject from the agent's summary (its STATUS reason), its body the task
+    and what the round cost; a crash leaves the work as "work in progress"."""
+    reason = (result.reason if result is not None else "").strip().splitlines()
+    wip = f"worker: {task_id} (work in progress): {title[:60]}"
+    subject = reason[0][:72] if reason and done else wip
+    lines = [subject, "", f"Task: {title[:200]}"]
+    if result is not None:
+        lines.append(
+            f"Agent: {len(result.iterations)} iteration(s) in "
+            f"{' -> '.join(result.modes) or '-'}, ${result.cost_usd:.4f}"
+        )
+    return redact("\n".join(lines))
+
+
+def finish_worktree(
+    repo_dir: Path, path: Path, message: str, author: tuple[str, str] | None = None
+) -> bool:
+    """Commit what the agent left in the worktree (by `author`, a name and an address; else
+    worker's bot identity), then remove the worktree; the branch stays. Returns True when a
+    commit was made."""
     from git.exc import GitCommandError
 
     committed = False
@@ -184,7 +212,7 @@ def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
         tree = repo(path)
         if tree.is_dirty(untracked_files=True):
             tree.git.add("-A")
-            with tree.git.custom_environment(**_IDENTITY):
+            with tree.git.custom_environment(**identity(author)):
                 tree.git.commit("-m", message, "--no-verify")
             committed = True
     except GitCommandError as exc:

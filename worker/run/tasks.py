@@ -14,7 +14,7 @@ from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
 from worker.operator.notify.events import after_task as notify_after_task
 from worker.process.orphans import start_time
-from worker.process.workspace_git import create_worktree, finish_worktree
+from worker.process.workspace_git import commit_message, create_worktree, finish_worktree
 from worker.review.hooks import TaskSections, after_task, task_sections
 from worker.run.guard import WorkspaceGuard
 from worker.run.infra import ANSWER_KEY, HITS_KEY
@@ -98,9 +98,8 @@ def execute(
         if branch is not None:
             # The agent's work is committed on the task branch whatever the outcome.
             done = result is not None and result.outcome is Outcome.SUCCESS
-            state = "done" if done else "work in progress"
-            message = f"worker: {task.id} ({state}): {task.title[:60]}"
-            finish_worktree(settings.workspace, cwd, message)
+            message = commit_message(task.id, task.title, result, done)
+            finish_worktree(settings.workspace, cwd, message, _author(source))
         restored = guard.check(store, settings.logs / f"run-{run_id}")
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)
@@ -143,6 +142,17 @@ def _conclude(
     if review.ran:
         result.review_s, result.review_cost_usd = review.duration_s, review.cost_usd
     return result
+
+
+def _author(source: TaskSource | None) -> tuple[str, str] | None:
+    """Who the task's commits are by: its source's say (GitHub: the token's user), else
+    worker's bot identity."""
+    author = getattr(source, "commit_author", None)
+    try:
+        return author() if callable(author) else None
+    except Exception as exc:  # the commit goes on, by the bot
+        log.warning("could not tell the commit author: %s", exc)
+        return None
 
 
 def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:

@@ -16,6 +16,8 @@ from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
 from worker.process.gitsafe import git_argv, push_credentials, push_url, scratch_repo
 from worker.process.proc import child_env, redact, run_process
+from worker.process.workspace_git import BOT_IDENTITY
+from worker.sources.github.authorship import parse_author, pull_request_body
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
@@ -83,7 +85,9 @@ def _deliver(
     notes = [f"Branch `{result.branch}` pushed."]
     if open_pr or "pr" in task.ref:  # a pull request once opened stays the task's
         try:
-            pull = open_pull_request(client, settings.github, task, result.branch)
+            pull = open_pull_request(
+                client, settings.github, task, result.branch, result, settings.workspace
+            )
             url = str(pull.get("html_url") or pull.get("url") or "")
             head = (pull.get("head") or {}).get("sha")
             base = (pull.get("base") or {}).get("ref")
@@ -241,7 +245,8 @@ def bring_base_in(settings: GitHubSettings, cwd: Path, base: str, token: str | N
         )
     if fetched.exit_code != 0:
         return redact(f"worker could not fetch `{base}`: {fetched.stderr_tail.strip()[-300:]}")
-    merge = ["-c", "user.name=worker", "-c", "user.email=worker@localhost"]
+    name, email = parse_author(settings.commit_author or "") or BOT_IDENTITY
+    merge = ["-c", f"user.name={name}", "-c", f"user.email={email}"]
     merged = run_process(
         git_argv(*merge, "merge", "--no-edit", "FETCH_HEAD"), cwd=cwd, timeout_s=300, env=env
     )
@@ -262,9 +267,15 @@ def bring_base_in(settings: GitHubSettings, cwd: Path, base: str, token: str | N
 
 
 def open_pull_request(
-    client: GitHubClient, settings: GitHubSettings, task: Task, branch: str
+    client: GitHubClient,
+    settings: GitHubSettings,
+    task: Task,
+    branch: str,
+    result: TaskResult | None = None,
+    workspace: Path | None = None,
 ) -> dict[str, Any]:
-    """The open pull request for `branch` (found, else created), linking the issue."""
+    """The open pull request for `branch` (found, else created), linking the issue; its body
+    from the agent's summary (`authorship.pull_request_body`)."""
     repo, number = task.ref["repo"], task.ref["number"]
     owner = repo.split("/", 1)[0]
 
@@ -277,10 +288,8 @@ def open_pull_request(
     found = existing()
     if found is None:
         base = settings.pr_base or client.request("GET", f"/repos/{repo}").data["default_branch"]
-        body = (
-            f"Closes #{number}\n\nWork done by worker on {task.id}; "
-            "see the issue's status comment for the run."
-        )
+        changed = _changed_files(workspace, settings.remote, base, branch) if workspace else ""
+        body = pull_request_body(number, task.id, result, changed)
         try:
             found = create_once(
                 client,
@@ -305,6 +314,17 @@ def open_pull_request(
     if not isinstance(found, dict) or not str(found.get("number", "")).isdigit():
         raise GitHubError(f"the pull request for {branch} has no number")
     return found
+
+
+def _changed_files(workspace: Path, remote: str, base: str, branch: str) -> str:
+    """`git diff --stat` of the branch against its base (the remote's, else the local one)."""
+    env = child_env()
+    for ref in (f"{remote}/{base}", base):
+        argv = git_argv("diff", "--stat", "--end-of-options", f"{ref}...{branch}")
+        found = run_process(argv, cwd=workspace, timeout_s=60, env=env)
+        if found.exit_code == 0:
+            return found.stdout
+    return ""
 
 
 def remove_label(client: GitHubClient, repo: str, number: int, label: str) -> None:

@@ -47,6 +47,9 @@ class GitHubSettings(BaseModel):
     delivery: Literal["in_place", "branch", "pull_request"] | None = None
     open_pr: bool | None = None  # older spelling: true = "pull_request", false = "branch"
     push: bool = True  # push the task branch on success (delivery "branch" or "pull_request")
+    # `Name <email>` of worker's commits; None: the token's user with GitHub's noreply address
+    # (worker/sources/github/authorship.py).
+    commit_author: str | None = None
     pr_base: str | None = None  # None = the repository's default branch
     remote: str = "origin"
     # A pull request the task opened keeps the task alive: it resumes when the checks fail, a
@@ -78,6 +81,13 @@ class GitHubSettings(BaseModel):
         for repo in value:
             if not re.match(_REPO, repo):
                 raise ValueError(f"{repo!r} is not of the form owner/name")
+        return value
+
+    @field_validator("commit_author")
+    @classmethod
+    def _author(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^\s*[^<>\n]+?\s*<[^<>\s]+@[^<>\s]+>\s*$", value):
+            raise ValueError("must read `Name <address>`, e.g. `Ada Bot <ada@example.com>`")
         return value
 
     @field_validator("base_url")

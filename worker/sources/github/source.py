@@ -24,6 +24,7 @@ from worker.models import Outcome, Task, TaskResult
 from worker.process.proc import redact
 from worker.sources.base import Listing, Skipped
 from worker.sources.github import pending as github_pending
+from worker.sources.github.authorship import commit_identity
 from worker.sources.github.claims import (
     check_trust,
     create_once,
@@ -337,6 +338,11 @@ class GitHubSource:
         if self.store is not None:
             state = "released" if result.outcome is Outcome.STOPPED else result.outcome.value
             self.store.release_claim(task.id, state)
+
+    def commit_author(self) -> tuple[str, str]:
+        """The name and address of the task's commits (`[github] commit_author`, else the
+        token's user with GitHub's noreply address)."""
+        return commit_identity(self.client, self.gh)
 
     # -- reporting --------------------------------------------------------------------------
     def report(self, task: Task, result: TaskResult) -> None:
