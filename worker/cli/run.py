@@ -83,6 +83,9 @@ def _render(data: dict[str, Any]) -> None:
     if data["outcome"] == "idle":
         ui.line(f"idle: nothing to do ({codes})")
         return
+    if "PR_ENDED" in data["reason_codes"] and not data["iterations"]:
+        ui.line(f"{data['outcome']}: {data['task_id']}: {data['reason']}")
+        return
     ui.line(
         f"{data['outcome']}: {data['task_id']} from {data['source']} after "
         f"{data['iterations']} iteration(s) in {' -> '.join(data['modes']) or '-'}, "

@@ -19,6 +19,7 @@ WORDS: dict[str, str] = {
     Reason.LEASE_EXPIRED: "a dead run's claim had expired and its task came back",
     Reason.ORPHAN_AGENT_ENDED: "a dead run had left its agent running; that agent was ended",
     Reason.WAITS_PENDING: "some tasks are waiting, but none of their conditions is met",
+    Reason.PR_ENDED: "a waiting task's pull request was merged or closed, which ended the task",
     Reason.SAFETY_OVERRIDE: "a control order preempted the usual order of work",
     Reason.HARD_BLOCKER_ACTIVE: "a hard blocker held the turn (a running task or a ready "
     "wait state comes before any new task)",

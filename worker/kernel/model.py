@@ -43,6 +43,7 @@ class Reason(StrEnum):
     LEASE_EXPIRED = "LEASE_EXPIRED"  # a dead run's claim came back this run
     ORPHAN_AGENT_ENDED = "ORPHAN_AGENT_ENDED"  # a dead run's agent was still running
     WAITS_PENDING = "WAITS_PENDING"  # wait states exist, none ready
+    PR_ENDED = "PR_ENDED"  # a waiting task's pull request was merged or closed: the task ended
     # the RFC's kinds of reasons, one per priority class and per preemption
     SAFETY_OVERRIDE = "SAFETY_OVERRIDE"  # a control order preempted the usual order
     HARD_BLOCKER_ACTIVE = "HARD_BLOCKER_ACTIVE"  # a running task or a ready wait holds the turn

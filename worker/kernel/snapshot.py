@@ -39,6 +39,7 @@ def take_snapshot(
     forced = _find(settings, sources, options.task_id) if options.task_id else None
     listings = [] if forced else [_safe_list(source) for source in sources]
     notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
+    notes += tuple(Reason.PR_ENDED for _ in scan.ends[:1])
     snap = Snapshot(
         listings=tuple(listings),
         ready_waits=() if forced else tuple(scan.ready),

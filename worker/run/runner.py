@@ -300,7 +300,8 @@ def _take_and_run(
 def _as_ended(report: RunReport, end: TaskEnd) -> None:
     report.task_id, report.source, report.branch = end.task_id, end.source, end.branch
     report.outcome, report.reason = Outcome(end.outcome), end.reason
-    report.reason_codes.append("PR_ENDED")
+    if Reason.PR_ENDED not in report.reason_codes:
+        report.reason_codes.append(Reason.PR_ENDED)
 
 
 def _record_ends(settings: Settings, store: Store, ended: list[TaskEnd]) -> None:

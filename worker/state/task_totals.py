@@ -25,10 +25,12 @@ class Totals:
 
 
 def task_totals(store: Store, task_id: str) -> Totals:
+    # Each iteration's own cost: a resumed run's record carries the task's running total.
     row = store.db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(iterations), 0), COALESCE(SUM(cost_usd), 0),"
-        " COALESCE(SUM(duration_s), 0) FROM runs WHERE task_id = ? AND iterations > 0",
-        (task_id,),
+        "SELECT COUNT(DISTINCT r.id), COUNT(i.id), COALESCE(SUM(i.cost_usd), 0),"
+        " (SELECT COALESCE(SUM(duration_s), 0) FROM runs WHERE task_id = ? AND iterations > 0)"
+        " FROM runs r JOIN iterations i ON i.run_id = r.id WHERE r.task_id = ?",
+        (task_id, task_id),
     ).fetchone()
     branch = store.db.execute(
         "SELECT branch FROM runs WHERE task_id = ? AND branch IS NOT NULL ORDER BY id DESC LIMIT 1",

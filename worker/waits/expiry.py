@@ -61,7 +61,9 @@ def end_wait(
         store.release_claim(task.id, outcome.value)
     if ledger is not None:
         ledger.log(task.id, code, reason)
-    log.warning("waits: %s %s: %s", task.id, outcome.value, reason)
+    # An expiry is news; a pull request's end is the run's own outcome (`worker run` says it).
+    level = logging.INFO if code is WaitCode.PR_ENDED else logging.WARNING
+    log.log(level, "waits: %s %s: %s", task.id, outcome.value, reason)
     return TaskEnd(task.id, task.source, outcome.value, reason, result.branch)
 
 
