@@ -324,3 +324,45 @@ def test_checks_running_or_failed_are_looked_at_every_run_and_said(
     resumed = _run(ws)
     assert resumed.task_id == TASK and len(fake_claude.task_calls) == 2
     assert f"{TASK}: pull request #1000: checks failed: tests; resuming the task" in resumed.notes
+
+
+def test_the_agents_question_is_in_the_open_with_how_to_answer(
+    tmp_path: Path, server: FakeGitHub, fake_claude: FakeAgent
+) -> None:
+    """A task that waits for a person shows the agent's question in the status comment,
+    outside the collapsed last words, with `/approve` and `/reject` named."""
+    ws = _repo(tmp_path, server, delivery="in_place")
+    fake_claude.answers(
+        {
+            "status": "wait",
+            "reason": "two ways to fix it",
+            "wait_for": "Should empty input return 0 or raise ValueError?",
+            "resume_when": "user_approval",
+        }
+    )
+    assert _run(ws).outcome.value == "waiting"
+    body = server.comments_of(REPO, 7)[0]["body"]
+    shown = body.split("<details>", 1)[0]
+    assert "❓ **The agent asks:** Should empty input return 0 or raise ValueError?" in shown
+    assert "comment `/approve` on this issue" in shown and "`/reject` to stop it" in shown
+
+
+def test_each_round_of_fixes_is_answered_on_the_pull_request(
+    tmp_path: Path, server: FakeGitHub, fake_claude: FakeAgent
+) -> None:
+    """After a review round, worker says on the pull request what changed and which review
+    and comments it addressed (once, however often the report is retried)."""
+    ws = _repo(tmp_path, server)
+    _open(ws, server, fake_claude)
+    server.add_review(REPO, 1000, "maintainer", "CHANGES_REQUESTED", "Handle empty input.")
+    server.add_review_comment(REPO, 1000, "maintainer", "parser.py", 1, "Return 0 here.")
+    _wait_due(ws)
+    _fix(fake_claude, "Empty input returns 0", "def parse(s=''): return 0\n")
+    assert _run(ws).task_id == TASK
+    pull = server.pull_of(REPO, 1000)
+    assert pull is not None
+    (reply,) = pull["_conversation"]
+    text = reply["body"]
+    assert "pushed round 1 of fixes" in text and "**What changed:** Empty input returns 0" in text
+    assert "- Review by maintainer (changes_requested): Handle empty input." in text
+    assert "- Comment by maintainer on parser.py:1: Return 0 here." in text

@@ -138,7 +138,7 @@ def _pull_request_ended(
     """A task cancelled after its pull request was merged (or closed) by a person ends as
     that, never as cancelled (a merged issue is no failure); "" while it is open."""
     from worker.waits.expiry import end_wait
-    from worker.waits.github_pr import ended_already
+    from worker.waits.github_pr_cancel import ended_already
     from worker.waits.ledger import WaitCode
 
     end = ended_already(settings, store, path, state).end

@@ -104,6 +104,8 @@ def execute(
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)
     result.branch = branch
+    if decision.wait is not None and "pr" in task.ref:
+        result.answered = start.resume_answer or ""  # the reply on the pull request says it
     return _conclude(settings, options, store, run_id, result, source, wait_path)
 
 

@@ -34,7 +34,7 @@ from worker.waits.conditions import (
     clip,
 )
 from worker.waits.github_checks import may_answer
-from worker.waits.github_look import ClientLook, parse, whole
+from worker.waits.github_look import parse, whole
 from worker.waits.github_pr_limit import (
     answer_past_limit,
     grant_rounds,
@@ -44,13 +44,8 @@ from worker.waits.github_pr_limit import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from worker.config import Settings
     from worker.sources.github.client import GitHubClient
-    from worker.state.store import Store
     from worker.waits.github_look import GitHubLook
-    from worker.waits.state import WaitState
 
 log = logging.getLogger(__name__)
 
@@ -126,32 +121,10 @@ def pull_request_verdicts(ctx: CheckContext, waits: Sequence[Waiting]) -> list[V
     return out
 
 
-def ended_already(settings: Settings, store: Store, path: Path, state: WaitState) -> Verdict:
-    """The followed pull request read now (a `cancel` of its task): its end when it was merged
-    or closed already, else nothing; an unreadable one is nothing too (the cancel goes on)."""
-    from worker.sources.github.client import make_client
-    from worker.waits.lookups import Lookups
-
-    ref = state.source_ref
-    if not str(ref.get("pr")).isdigit():
-        return Verdict()
-    number = int(str(ref["pr"]))
-    try:
-        ctx = CheckContext(settings, datetime.now(UTC), Lookups(settings, store=store))
-        look = ClientLook(make_client(settings.github, store))
-        wait = Waiting(path, state, "pull_request")
-        pull = Pull(ctx, look, look.client, wait, str(ref["repo"]), number)
-        pull.data = pull.get(f"pulls/{number}", f"pull#{number}")
-        return _ended(pull) or Verdict()
-    except Exception as exc:  # GitHub down: the cancel is what the person asked
-        log.warning("cannot read pull request #%s before the cancel: %s", number, exc)
-        return Verdict()
-
-
 def _verdict(pull: Pull) -> Verdict:
     n = pull.number
     pull.data = pull.get(f"pulls/{n}", f"pull#{n}")
-    ended = _ended(pull)
+    ended = ended_of(pull)
     if ended is not None:
         return ended
     checks = _checks(pull)
@@ -243,7 +216,7 @@ def _standing(pull: Pull, checks: Checks, requested: bool, verdict: Verdict) -> 
     return f"#{pull.number}: " + "; ".join(said)
 
 
-def _ended(pull: Pull) -> Verdict | None:
+def ended_of(pull: Pull) -> Verdict | None:
     data, n = pull.data, pull.number
     if data.get("merged") or data.get("merged_at"):
         who = (data.get("merged_by") or {}).get("login") or "someone"

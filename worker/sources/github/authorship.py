@@ -9,15 +9,21 @@ changed, the cost, and `Closes #N`.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import re
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-from worker.models import TaskResult
-from worker.process.proc import redact
+from worker.models import Outcome, Task, TaskResult
+from worker.process.gitsafe import git_argv
+from worker.process.proc import child_env, redact, run_process
 from worker.process.workspace_git import BOT_IDENTITY
+from worker.sources.github.claims import create_once
 from worker.sources.github.client import GitHubClient, GitHubError
-from worker.sources.github.settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings, next_round
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +89,79 @@ def _plain(text: str, cap: int) -> str:
 
 def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" for line in text.splitlines())
+
+
+# The paragraphs of a round's answer that name what was asked (worker/waits/github_pr.py).
+_ASKED = ("Review by ", "Comment by ", "These checks failed", "The pull request conflicts")
+
+
+def round_reply(marker: str, result: TaskResult, rounds: int) -> str:
+    """worker's reply on the pull request after a round of fixes: what changed, and which
+    reviews, comments and checks it answered."""
+    lines = [marker, f"🤖 worker pushed round {rounds} of fixes to this pull request."]
+    if result.reason:
+        lines += ["", f"**What changed:** {_plain(result.reason, 1000)}"]
+    asked = [
+        _plain(part.strip().splitlines()[0].rstrip(":"), 200) + _first_line_after(part)
+        for part in result.answered.split("\n\n")
+        if part.strip().startswith(_ASKED)
+    ]
+    if asked:
+        lines += ["", "**It addressed:**", *(f"- {item}" for item in asked[:10])]
+    lines += ["", f"Cost of the round: ${result.cost_usd:.4f} in all so far."]
+    return "\n".join(lines)
+
+
+def _first_line_after(part: str) -> str:
+    rest = [line.strip() for line in part.strip().splitlines()[1:] if line.strip()]
+    return f": {_plain(rest[0], 200)}" if rest else ""
+
+
+def question(result: TaskResult) -> list[str]:
+    """The agent's question when it waits for a person, in the open in the status comment
+    (not in the collapsed last words), with how to answer it."""
+    if result.outcome is not Outcome.WAITING or "AGENT_WAIT" not in result.reason_codes:
+        return []
+    data: dict[str, Any] = {}
+    if result.wait_state is not None:  # worker's own file, in its state folder
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(Path(result.wait_state).read_text(encoding="utf-8"))
+    asked = str(data.get("waitFor") or result.reason or "a person's decision")
+    when = str(data.get("resumeWhen") or "user_approval")
+    how = (
+        "**To answer:** comment `/approve` on this issue to let the agent go on (the words "
+        "after it reach the agent, e.g. `/approve use the v2 API`), or `/reject` to stop it."
+        if when == "user_approval"
+        else f"It resumes by itself when: `{when}`."
+    )
+    return [f"❓ **The agent asks:** {asked}", how]
+
+
+def reply_on_pull(client: GitHubClient, task: Task, result: TaskResult) -> None:
+    """A short reply on the pull request after a round of fixes (once per round, a retried
+    report finds it), saying what changed and what it answered."""
+    assert result.pull_request is not None
+    repo, rounds = task.ref["repo"], next_round(task.ref)
+    path = f"/repos/{repo}/issues/{result.pull_request['number']}/comments"
+    mark = f"<!-- worker:round task={task.id} round={rounds} -->"
+
+    def find() -> dict[str, Any] | None:
+        found = client.paginate(path)
+        return next((c for c in found if str(c.get("body", "")).startswith(mark)), None)
+
+    try:
+        if find() is None:
+            create_once(client, ("POST", path, {"body": round_reply(mark, result, rounds)}), find)
+    except Exception as exc:  # a courtesy: the push and the status comment stand
+        log.warning("could not reply on the pull request of %s: %s", task.id, exc)
+
+
+def changed_files(workspace: Path, remote: str, base: str, branch: str) -> str:
+    """`git diff --stat` of the branch against its base (the remote's, else the local one)."""
+    env = child_env()
+    for ref in (f"{remote}/{base}", base):
+        argv = git_argv("diff", "--stat", "--end-of-options", f"{ref}...{branch}")
+        found = run_process(argv, cwd=workspace, timeout_s=60, env=env)
+        if found.exit_code == 0:
+            return found.stdout
+    return ""

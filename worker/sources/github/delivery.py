@@ -7,6 +7,7 @@ still lets the labels show the end state; what failed is raised at the end as on
 from __future__ import annotations
 
 import contextlib
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,19 @@ from worker.models import Outcome, Task, TaskResult
 from worker.process.gitsafe import git_argv, push_credentials, push_url, scratch_repo
 from worker.process.proc import child_env, redact, run_process
 from worker.process.workspace_git import BOT_IDENTITY
-from worker.sources.github.authorship import parse_author, pull_request_body
+from worker.sources.github.authorship import (
+    changed_files,
+    parse_author,
+    pull_request_body,
+    question,
+    reply_on_pull,
+)
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
 from worker.sources.github.settings import GitHubSettings, held_reason, next_round
+
+log = logging.getLogger(__name__)
 
 # A task its pull request ended (merged, closed; `worker.waits.ledger.WaitCode.PR_ENDED`):
 # nothing to deliver, its branch to delete.
@@ -43,6 +52,7 @@ def report_to_issue(
             notes = _deliver(client, settings, task, result, open_pr)
     except Exception as exc:  # an unreadable answer: the comment and labels still go out
         notes = [f"⚠️ could not deliver the branch: {redact(str(exc))}"]
+    notes = question(result) + notes
     follow_pull_request(gh, result)
     try:
         _write_status(client, settings.machine_id, task, repo, number, result, notes)
@@ -98,6 +108,8 @@ def _deliver(
                 "base": base,
             }
             notes.append(f"Pull request: {url}")
+            if "pr" in task.ref:  # a round of fixes: said on the pull request too
+                reply_on_pull(client, task, result)
         except Exception as exc:  # GitHubError, or an answer we cannot read
             notes.append(f"⚠️ could not open a pull request: {redact(str(exc))}")
     return notes
@@ -288,7 +300,7 @@ def open_pull_request(
     found = existing()
     if found is None:
         base = settings.pr_base or client.request("GET", f"/repos/{repo}").data["default_branch"]
-        changed = _changed_files(workspace, settings.remote, base, branch) if workspace else ""
+        changed = changed_files(workspace, settings.remote, base, branch) if workspace else ""
         body = pull_request_body(number, task.id, result, changed)
         try:
             found = create_once(
@@ -314,17 +326,6 @@ def open_pull_request(
     if not isinstance(found, dict) or not str(found.get("number", "")).isdigit():
         raise GitHubError(f"the pull request for {branch} has no number")
     return found
-
-
-def _changed_files(workspace: Path, remote: str, base: str, branch: str) -> str:
-    """`git diff --stat` of the branch against its base (the remote's, else the local one)."""
-    env = child_env()
-    for ref in (f"{remote}/{base}", base):
-        argv = git_argv("diff", "--stat", "--end-of-options", f"{ref}...{branch}")
-        found = run_process(argv, cwd=workspace, timeout_s=60, env=env)
-        if found.exit_code == 0:
-            return found.stdout
-    return ""
 
 
 def remove_label(client: GitHubClient, repo: str, number: int, label: str) -> None:
