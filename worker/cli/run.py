@@ -29,7 +29,11 @@ def run(
     ] = None,
     use_worktree: Annotated[
         bool,
-        typer.Option("--use-worktree", help="Work in a git worktree on branch worker/<task-id>."),
+        typer.Option(
+            "--use-worktree",
+            help="Work in a git worktree on branch worker/<task-id> this run, also for a source "
+            "delivered in place (worker.toml's [github] delivery, inbox_delivery).",
+        ),
     ] = False,
     open_pr: Annotated[
         bool,

@@ -274,20 +274,7 @@ def _take_and_run(
         notes=list(snap.seen),
     )
     if decision.task is None or mode_id is None:
-        ended = list(snap.ended)
-        if ended:  # the run's outcome is what it saw end (a merge), not `idle`
-            _as_ended(report, ended.pop(0))
-        store.finish_run(
-            run_id,
-            task_id=report.task_id,
-            source=report.source,
-            outcome=report.outcome.value,
-            reason=report.reason,
-            reason_codes=report.reason_codes,
-            branch=report.branch,
-            duration_s=time.monotonic() - t0,
-        )
-        _record_ends(settings, store, ended)
+        _finish_idle(settings, store, run_id, t0, report, list(snap.ended))
         return report
     from worker.run.tasks import execute
 
@@ -295,6 +282,30 @@ def _take_and_run(
     _finish_task(store, run_id, t0, report, decision, result)
     _record_ends(settings, store, list(snap.ended))
     return report
+
+
+def _finish_idle(
+    settings: Settings,
+    store: Store,
+    run_id: int,
+    t0: float,
+    report: RunReport,
+    ended: list[TaskEnd],
+) -> None:
+    """The record of a run that took no task: idle, or what it saw end (a merge)."""
+    if ended:  # the run's outcome is what it saw end, not `idle`
+        _as_ended(report, ended.pop(0))
+    store.finish_run(
+        run_id,
+        task_id=report.task_id,
+        source=report.source,
+        outcome=report.outcome.value,
+        reason=report.reason,
+        reason_codes=report.reason_codes,
+        branch=report.branch,
+        duration_s=time.monotonic() - t0,
+    )
+    _record_ends(settings, store, ended)
 
 
 def _as_ended(report: RunReport, end: TaskEnd) -> None:
