@@ -19,7 +19,7 @@ PULL_REQUEST: Delivery = "pull_request"
 
 WORDS = {
     IN_PLACE: "in place, in the workspace's checkout",
-    BRANCH: "on a branch worker/<task> in a worktree (pushed on success)",
+    BRANCH: "on a branch worker/<task> in a worktree (GitHub's: pushed, no pull request)",
     PULL_REQUEST: "as a pull request from a worktree (branch worker/<task>)",
 }
 
