@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 import worker
 from tests.conftest import FAKE_CLAUDE, FakeAgent, git, needs_posix
 from tests.fakes.github_server import FakeGitHub, settings_for
+from tests.git_projects import project_with_origin
 from worker.cli.app import app
 from worker.config import load_settings
 
@@ -31,16 +32,7 @@ BRANCH = "worker/acme-app-7"
 
 def _project(tmp_path: Path, server: FakeGitHub) -> Path:
     """A project with an origin to push to and a worker.toml naming no delivery at all."""
-    origin, ws = tmp_path / "origin.git", tmp_path / "project"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    ws.mkdir()
-    git(ws, "init", "-q", "-b", "main")
-    (ws / "parser.py").write_text("def parse(): return 0\n")
-    (ws / ".gitignore").write_text("worker.toml\n")
-    git(ws, "add", "-A")
-    git(ws, "-c", "user.name=m", "-c", "user.email=m@m", "commit", "-qm", "init")
-    git(ws, "remote", "add", "origin", str(origin))
-    git(ws, "push", "-q", "origin", "main")
+    ws = project_with_origin(tmp_path, "project", {"parser.py": "def parse(): return 0\n"})
     section = settings_for(server)
     section.pop("delivery")  # the user's worker.toml: GitHub's default delivery
     lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import FakeAgent, git
 from tests.fakes.github_server import FakeGitHub, settings_for, user
+from tests.git_projects import project_with_origin
 from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ConfigError
@@ -51,16 +52,7 @@ def _toml(ws: Path, server: FakeGitHub, **github: Any) -> None:
 
 def _repo(tmp_path: Path, server: FakeGitHub, **github: Any) -> Path:
     """A project with an `origin` to push to; worker.toml names no delivery unless asked."""
-    origin, ws = tmp_path / "origin.git", tmp_path / "ws"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    ws.mkdir()
-    git(ws, "init", "-q", "-b", "main")
-    (ws / "README.md").write_text("hello\n")
-    (ws / ".gitignore").write_text("worker.toml\n")
-    git(ws, "add", "-A")
-    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    git(ws, "remote", "add", "origin", str(origin))
-    git(ws, "push", "-q", "origin", "main")
+    ws = project_with_origin(tmp_path, "ws", {"README.md": "hello\n"})
     _toml(ws, server, **github)
     return ws
 
