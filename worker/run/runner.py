@@ -295,17 +295,21 @@ def _finish_idle(
     """The record of a run that took no task: idle, or what it saw end (a merge)."""
     if ended:  # the run's outcome is what it saw end, not `idle`
         _as_ended(report, ended.pop(0))
+    _close(store, run_id, report, time.monotonic() - t0)
+    _record_ends(settings, store, ended)
+
+
+def _close(store: Store, run_id: int, report: RunReport, duration_s: float) -> None:
     store.finish_run(
         run_id,
         task_id=report.task_id,
         source=report.source,
         outcome=report.outcome.value,
-        reason=report.reason,
+        reason=report.reason or None,  # an idle run's: none, as before
         reason_codes=report.reason_codes,
         branch=report.branch,
-        duration_s=time.monotonic() - t0,
+        duration_s=duration_s,
     )
-    _record_ends(settings, store, ended)
 
 
 def _as_ended(report: RunReport, end: TaskEnd) -> None:
@@ -320,17 +324,7 @@ def _record_ends(settings: Settings, store: Store, ended: list[TaskEnd]) -> None
     for end in ended:
         record = RunReport(Outcome.IDLE)
         _as_ended(record, end)
-        run_id = store.start_run(settings.machine_id, os.getpid())
-        store.finish_run(
-            run_id,
-            task_id=end.task_id,
-            source=end.source,
-            outcome=end.outcome,
-            reason=end.reason,
-            reason_codes=record.reason_codes,
-            branch=end.branch,
-            duration_s=0.0,
-        )
+        _close(store, store.start_run(settings.machine_id, os.getpid()), record, 0.0)
 
 
 def _recover(
