@@ -9,6 +9,8 @@ status, the reviews and the review comments. In this order:
 - the merge label, put there by a trusted person, with every required check passed and a
   trusted approval on the current head: worker merges, and the task ends as a success; when
   something is missing, the ledger says what (once);
+- past the follow-up limit (`github_pr_limit`), nothing below resumes the task until a
+  person answers on the issue: `/approve` (more rounds) or `/reject` (the task ends);
 - a conflict with the base, checks that all finished with some failing, or a trusted
   reviewer's request for changes (review bodies and inline comments, not edited since): the
   task resumes with what needs work, quoted as data.

@@ -4,8 +4,9 @@ Order of one pass: read the waits as worker recorded them (a file worker did not
 one edited since, is moved to `rejected/` with its reason; the others still count), settle
 the waits resumed by an earlier run (consume their answers), expire those past their expiry
 (reported to their source), then ask each condition about its waits in one batched look. A
-remote look at a wait happens at most every `recheck_interval_s`; an answer found once is
-kept until the wait is resumed.
+remote look at a wait happens at most every `recheck_interval_s` (a pull request whose checks
+run or failed: every run, with conditional requests); an answer found once is kept until the
+wait is resumed.
 """
 
 from __future__ import annotations
