@@ -189,6 +189,7 @@ LAYERS: tuple[Layer, ...] = (
             "worker",
             "worker.config",
             "worker.config_load",
+            "worker.delivery",
             "worker.daemon.settings",
             "worker.errors",
             "worker.fleet.settings",

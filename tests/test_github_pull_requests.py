@@ -290,8 +290,9 @@ def test_the_follow_up_limit_hands_the_task_to_a_person(
     server.set_checks(REPO, pull["head"]["sha"], runs=[("tests", "completed", "failure", "E")])
     assert _run(ws).outcome.value == "waiting"
     wait = _wait(ws)
-    assert wait["resumeWhen"] == "user_approval"
-    assert "max_follow_ups = 1" in wait["reason"] and "a person decides" in wait["reason"]
+    # Still following the pull request (a merge or the merge label ends it), held for a person.
+    assert wait["resumeWhen"] == "pull_request" and wait["sourceRef"]["prHeld"] is True
+    assert "max_follow_ups" in wait["reason"] and "a person decides" in wait["reason"]
 
 
 def test_the_agent_cannot_ask_to_wait_on_a_pull_request(

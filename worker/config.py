@@ -15,7 +15,7 @@ import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from pydantic import (
     BaseModel,
@@ -128,6 +128,7 @@ class Settings(BaseModel):
     machine_id: str = Field(default_factory=socket.gethostname, min_length=1)
     inbox_dir: Path | None = None  # None: `<state>/inbox`, outside the working tree
     allow_inbox_in_workspace: bool = False
+    inbox_delivery: Literal["in_place", "branch"] = "in_place"  # worker/delivery.py
     wait_states_dir: Path | None = None
     state_dir: Path | None = None
     reports_dir: Path | None = None

@@ -110,6 +110,12 @@ class TaskResult:
     infra: InfraFailure | None = None  # the task ended on an infrastructure failure
     # The pull request the report opened or found (`number`, `url`, `head`), when one did.
     pull_request: dict[str, Any] | None = None
+    # A task ended without an agent run of its own (its pull request merged or closed): the
+    # iterations of all its runs, for its report (`iterations` holds this run's, none).
+    iterations_total: int | None = None
+    # A resumed round of a pull request: what it was asked to fix (checks, reviews), for the
+    # reply worker leaves on the pull request.
+    answered: str = ""
 
     @property
     def mode(self) -> str | None:

@@ -372,7 +372,7 @@ class FakeGitHub:
             and rest[1].isdigit()
             and self.pull_of(full, int(rest[1]))
         ):
-            return self._pull_as_issue(repo, int(rest[1]), rest[2:])
+            return self._pull_as_issue(method, repo, int(rest[1]), rest[2:], body, login)
         if rest[:2] == ["issues", "comments"] and len(rest) == 3:
             found = repo["comments"].get(int(rest[2]))
             if found is None:
@@ -483,6 +483,7 @@ class FakeGitHub:
                 "_reviews": [],
                 "_comments": [],
                 "_events": [],
+                "_conversation": [],  # comments on the pull request as an issue
                 "_closed_by": None,
             }
             repo["pulls"].append(pull)
@@ -638,13 +639,27 @@ class FakeGitHub:
         return 404, {"message": "Not Found"}, {}
 
     def _pull_as_issue(
-        self, repo: dict[str, Any], number: int, tail: list[str]
+        self,
+        method: str,
+        repo: dict[str, Any],
+        number: int,
+        tail: list[str],
+        body: Any,
+        login: str,
     ) -> tuple[int, Any, dict[str, str]]:
-        """A pull request is an issue too: its events (labels) and who closed it."""
+        """A pull request is an issue too: its events (labels), its conversation's comments
+        and who closed it."""
         pull = self.pull_of(repo["full_name"], number)
         assert pull is not None
         if tail == ["events"]:
             return 200, list(pull["_events"]), {}
+        if tail == ["comments"]:  # the pull request's conversation
+            if method == "POST":
+                comment = {"id": self.next_id(), "body": body["body"], "user": user(login)}
+                comment["created_at"] = comment["updated_at"] = iso()
+                pull["_conversation"].append(comment)
+                return 201, comment, {}
+            return 200, list(pull["_conversation"]), {}
         if not tail:
             return (
                 200,
@@ -744,7 +759,11 @@ def _page(
 
 
 def settings_for(server: FakeGitHub, **github: Any) -> dict[str, Any]:
-    """A `[github]` section pointed at the fake server, with fast retries and no delays."""
+    """A `[github]` section pointed at the fake server, with fast retries and no delays. Its
+    tasks are worked on in place (most tests' workspaces are no git repository) unless the
+    test asks for a delivery (`delivery`, or the older `open_pr`)."""
+    if "open_pr" not in github:
+        github.setdefault("delivery", "in_place")
     return {
         "repos": ["acme/app"],
         "base_url": server.url,

@@ -29,7 +29,11 @@ def run(
     ] = None,
     use_worktree: Annotated[
         bool,
-        typer.Option("--use-worktree", help="Work in a git worktree on branch worker/<task-id>."),
+        typer.Option(
+            "--use-worktree",
+            help="Work in a git worktree on branch worker/<task-id> this run, also for a source "
+            "delivered in place (worker.toml's [github] delivery, inbox_delivery).",
+        ),
     ] = False,
     open_pr: Annotated[
         bool,
@@ -78,8 +82,13 @@ def _render(data: dict[str, Any]) -> None:
             ui.line(f"source error: {error}")
         _render_dry_run(data, codes)
         return
+    for note in data.get("notes") or []:  # what the looks at pull requests saw
+        ui.line(f"seen: {note}")
     if data["outcome"] == "idle":
         ui.line(f"idle: nothing to do ({codes})")
+        return
+    if "PR_ENDED" in data["reason_codes"] and not data["iterations"]:
+        ui.line(f"{data['outcome']}: {data['task_id']}: {data['reason']}")
         return
     ui.line(
         f"{data['outcome']}: {data['task_id']} from {data['source']} after "

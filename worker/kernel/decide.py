@@ -196,7 +196,8 @@ def _decision(
         if wait is not None:
             codes.append(Reason.RESUME_PREVIOUS_FLOW)
     else:
-        codes.append(Reason.NOTHING_TO_DO)
+        if Reason.PR_ENDED not in notes:  # a task that ended is what the run did
+            codes.append(Reason.NOTHING_TO_DO)
         if snap.pending_waits:
             notes.append(Reason.WAITS_PENDING)
     if safety:

@@ -24,6 +24,7 @@ from worker.waits.phase0 import task_of
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
+    from worker.waits.state import WaitState
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,10 @@ def cancel_wait(
     task's source. The file is kept: it holds the session to come back to."""
     path: Path = action.ref
     state = record.recorded_state(settings, path, store)
+    if state.resume_when == "pull_request" and settings.github.repos:
+        ended = _pull_request_ended(settings, store, sources, path, state)
+        if ended:
+            return ended
     task = task_of(state)
     quarantine(path, settings.wait_states / "cancelled", f"{action.reason}: {action.detail}")
     record.forget(settings, path, store)
@@ -121,6 +126,28 @@ def cancel_wait(
         task = source.find(task.id) or task  # the source's own view (its sender, its thread)
         source.report(task, cancelled(task, action))
     return "wait state moved to cancelled/; source told" if source else "wait state moved"
+
+
+def _pull_request_ended(
+    settings: Settings,
+    store: Store,
+    sources: dict[str, TaskSource],
+    path: Path,
+    state: WaitState,
+) -> str:
+    """A task cancelled after its pull request was merged (or closed) by a person ends as
+    that, never as cancelled (a merged issue is no failure); "" while it is open."""
+    from worker.waits.expiry import end_wait
+    from worker.waits.github_pr_cancel import ended_already
+    from worker.waits.ledger import WaitCode
+
+    end = ended_already(settings, store, path, state).end
+    if end is None:
+        return ""
+    outcome, reason = Outcome(end[0]), f"{end[1]} before the cancel order"
+    if end_wait(settings, store, path, state, outcome, reason, WaitCode.PR_ENDED, sources):
+        return f"its pull request had ended: {reason}; recorded as {outcome.value}"
+    return ""
 
 
 def drop_queued(sources: dict[str, TaskSource], action: Action, run_id: int) -> str:

@@ -19,6 +19,7 @@ WORDS: dict[str, str] = {
     Reason.LEASE_EXPIRED: "a dead run's claim had expired and its task came back",
     Reason.ORPHAN_AGENT_ENDED: "a dead run had left its agent running; that agent was ended",
     Reason.WAITS_PENDING: "some tasks are waiting, but none of their conditions is met",
+    Reason.PR_ENDED: "a waiting task's pull request was merged or closed, which ended the task",
     Reason.SAFETY_OVERRIDE: "a control order preempted the usual order of work",
     Reason.HARD_BLOCKER_ACTIVE: "a hard blocker held the turn (a running task or a ready "
     "wait state comes before any new task)",
@@ -67,6 +68,8 @@ def explain(event: dict[str, Any], run: dict[str, Any] | None = None) -> list[st
         text = _ACTS.get(action["act"], action["act"]).format(task=action["task"])
         why = f": {action['detail']}" if action.get("detail") else ""
         lines.append(f"- it {text}{why} ({action['reason']})")
+    seen = (event.get("detail") or {}).get("seen") or []
+    lines += [f"- it looked at {line}" for line in seen]
     cands = event.get("candidates") or {}
     if cands:
         lines.append("Candidates seen: " + ", ".join(f"{k} {v}" for k, v in cands.items()) + ".")

@@ -43,6 +43,7 @@ class Reason(StrEnum):
     LEASE_EXPIRED = "LEASE_EXPIRED"  # a dead run's claim came back this run
     ORPHAN_AGENT_ENDED = "ORPHAN_AGENT_ENDED"  # a dead run's agent was still running
     WAITS_PENDING = "WAITS_PENDING"  # wait states exist, none ready
+    PR_ENDED = "PR_ENDED"  # a waiting task's pull request was merged or closed: the task ended
     # the RFC's kinds of reasons, one per priority class and per preemption
     SAFETY_OVERRIDE = "SAFETY_OVERRIDE"  # a control order preempted the usual order
     HARD_BLOCKER_ACTIVE = "HARD_BLOCKER_ACTIVE"  # a running task or a ready wait holds the turn
@@ -144,6 +145,17 @@ class ReplySignal(NamedTuple):
     may_stop: bool = True  # may stop, cancel or pause it (`control.may_order`)
 
 
+class TaskEnd(NamedTuple):
+    """A task ended without an agent in this run (its pull request merged or closed): what
+    the run records of it."""
+
+    task_id: str
+    source: str
+    outcome: str
+    reason: str
+    branch: str | None = None
+
+
 # Never compared (and never hashable: a source's `Listing` is not), so no generated `__eq__`
 # and `__hash__`: two fewer `exec`s at every start.
 @dataclass(frozen=True, eq=False)
@@ -157,6 +169,8 @@ class Snapshot:
     forced: Task | None = None  # `--task-id`
     excluded: frozenset[str] = frozenset()  # ids lost to another run this turn
     notes: tuple[str, ...] = ()  # reason codes observed before deciding (e.g. LEASE_EXPIRED)
+    ended: tuple[TaskEnd, ...] = ()  # tasks phase 0 ended (their pull request merged, closed)
+    seen: tuple[str, ...] = ()  # what phase 0's looks at pull requests saw, in words
     # the kernel's own observations
     controls: tuple[ControlOrder, ...] = ()
     running: Task | None = None  # a task running now (the stop watcher's view)

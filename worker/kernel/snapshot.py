@@ -39,12 +39,15 @@ def take_snapshot(
     forced = _find(settings, sources, options.task_id) if options.task_id else None
     listings = [] if forced else [_safe_list(source) for source in sources]
     notes = tuple(Reason.SOURCE_ERROR for _ in scan.errors[:1])
+    notes += tuple(Reason.PR_ENDED for _ in scan.ends[:1])
     snap = Snapshot(
         listings=tuple(listings),
         ready_waits=() if forced else tuple(scan.ready),
         pending_waits=scan.pending,
         forced=forced,
         notes=notes,
+        ended=tuple(scan.ends),
+        seen=tuple(scan.seen[:10]),
     )
     return observe(settings, store, snap, dry_run=dry_run)  # orders, paused flows, leftovers
 

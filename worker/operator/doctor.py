@@ -21,6 +21,7 @@ from typing import Any
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
+from worker.delivery import deliveries, delivery_lines
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.operator import config_sources, heartbeat, integrity
@@ -28,6 +29,7 @@ from worker.operator.notify import checkup as notify_checkup
 from worker.process.platform.installed import job_locations, scheduled_jobs
 from worker.process.platform.schedule import schedule_env
 from worker.process.proc import run_process
+from worker.process.workspace_git import delivery_problem
 from worker.review.settings import reviewers_line
 from worker.sandbox import report as sandbox_report
 from worker.sources.fallback import load_problem, policy
@@ -259,6 +261,18 @@ def check_github(context: Context) -> Iterable[Finding]:
         yield _repo_permission(client, repo, login)
 
 
+def check_delivery(context: Context) -> Iterable[Finding]:
+    """How each source's work is delivered, and whether it can be here (a worktree needs a
+    git repository)."""
+    settings = context.settings
+    for source, line in zip(deliveries(settings), delivery_lines(settings), strict=True):
+        problem = delivery_problem(settings, source, use_worktree=False)
+        if problem is not None:
+            yield Finding("delivery", Status.FAIL, problem)
+        else:
+            yield Finding("delivery", Status.OK, line)
+
+
 def check_environment(context: Context) -> Iterable[Finding]:
     scheduled = schedule_env(context.env, context.settings)
     path = scheduled.variables.get("PATH", "")
@@ -400,6 +414,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("database", check_database),
     ("inbox", check_inbox),
     ("github", check_github),
+    ("delivery", check_delivery),
     ("environment", check_environment),
     ("schedule", check_schedules),
     ("gemini", check_gemini),

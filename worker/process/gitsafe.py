@@ -99,12 +99,11 @@ class Merged:
     said: str  # git's words when it did not merge cleanly
 
 
-def merge_from(checkout: Checkout, source: Path, base: str) -> Merged:
+def merge_from(checkout: Checkout, source: Path, base: str, identity: dict[str, str]) -> Merged:
     """Merge branch `base` of the repository at `source` (a scratch repository of worker's)
-    into the worktree's branch. A merge that stops on conflicts stays in progress: its state
-    goes to the worktree's git folder, for the agent (or worker's commit) to conclude."""
-    identity = {"GIT_AUTHOR_NAME": "worker", "GIT_AUTHOR_EMAIL": "worker@localhost"}
-    identity |= {"GIT_COMMITTER_NAME": "worker", "GIT_COMMITTER_EMAIL": "worker@localhost"}
+    into the worktree's branch, as `identity` (git's author and committer variables). A merge
+    that stops on conflicts stays in progress: its state goes to the worktree's git folder,
+    for the agent (or worker's commit) to conclude."""
     with view(checkout) as env:
         fetched = run_process(
             git_argv("fetch", "-q", str(source), base), cwd=checkout.tree, timeout_s=300, env=env

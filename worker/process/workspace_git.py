@@ -16,8 +16,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from worker.config import Settings
+from worker.delivery import delivery_of, in_worktree
 from worker.errors import UsageError
 from worker.process.gitview import (
     Checkout,
@@ -28,17 +30,28 @@ from worker.process.gitview import (
     worktree_checkout,
 )
 from worker.process.platform.names import portable_name
+from worker.process.proc import redact
 from worker.state.fsutil import atomic_write_text
+
+if TYPE_CHECKING:
+    from worker.results import TaskResult
 
 log = logging.getLogger(__name__)
 
-# Commits made by worker say so, whatever the machine's git identity is.
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "worker",
-    "GIT_AUTHOR_EMAIL": "worker@localhost",
-    "GIT_COMMITTER_NAME": "worker",
-    "GIT_COMMITTER_EMAIL": "worker@localhost",
-}
+# Commits made by worker say so, whatever the machine's git identity is: by default a bot name
+# at a `.invalid` address (RFC 2606), which credits no account anywhere.
+BOT_IDENTITY = ("worker", "noreply@worker.invalid")
+
+
+def identity(author: tuple[str, str] | None = None) -> dict[str, str]:
+    """git's variables for a commit by `author` (name, address), committed by the same."""
+    name, email = author or BOT_IDENTITY
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
 
 
 @dataclass(frozen=True)
@@ -169,6 +182,23 @@ def ensure_repo(path: Path) -> None:
         raise UsageError(f"--use-worktree needs a git repository; {path} is not one")
 
 
+def delivery_problem(settings: Settings, source: str, use_worktree: bool) -> str | None:
+    """Why a task of `source` cannot be delivered as configured here (it needs a worktree, and
+    the workspace is no git repository); None when it can."""
+    found = delivery_of(settings, source, use_worktree)
+    if not in_worktree(found):
+        return None
+    checkout = main_checkout(settings.workspace)
+    if checkout is not None and not run_git(checkout, "rev-parse", "--git-dir").exit_code:
+        return None
+    key = "[github] delivery" if source == "github" else "inbox_delivery"
+    how = "--use-worktree" if use_worktree else f'{key} = "{found}"'
+    return (
+        f"{how} works in a git worktree, and {settings.workspace} is no git repository: "
+        f'make it one (git init, a remote to push to), or set {key} = "in_place"'
+    )
+
+
 def branch_name(task_id: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.") or "task"
     return f"worker/{slug}"
@@ -210,9 +240,27 @@ def _raise_on(proc: Any, task_id: str) -> None:
         raise UsageError(f"cannot create a worktree for {task_id}: {said}")
 
 
-def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
-    """Commit what the agent left in the worktree to its branch, then remove the worktree; the
-    branch stays. Returns True when a commit was made.
+def commit_message(task_id: str, title: str, result: TaskResult | None, done: bool) -> str:
+    """The commit's subject from the agent's summary (its STATUS reason), its body the task
+    and what the round cost; a crash leaves the work as "work in progress"."""
+    reason = (result.reason if result is not None else "").strip().splitlines()
+    wip = f"worker: {task_id} (work in progress): {title[:60]}"
+    subject = reason[0][:72] if reason and done else wip
+    lines = [subject, "", f"Task: {title[:200]}"]
+    if result is not None:
+        lines.append(
+            f"Agent: {len(result.iterations)} iteration(s) in "
+            f"{' -> '.join(result.modes) or '-'}, ${result.cost_usd:.4f}"
+        )
+    return redact("\n".join(lines))
+
+
+def finish_worktree(
+    repo_dir: Path, path: Path, message: str, author: tuple[str, str] | None = None
+) -> bool:
+    """Commit what the agent left in the worktree to its branch (by `author`, a name and an
+    address; else worker's bot identity), then remove the worktree; the branch stays. Returns
+    True when a commit was made.
 
     The commit is plumbing: the work tree's files are added to an index of worker's own,
     over the branch's commit, and only `refs/heads/<task branch>` moves, from the commit
@@ -224,7 +272,7 @@ def finish_worktree(repo_dir: Path, path: Path, message: str) -> bool:
         log.warning("could not commit the work in %s: %s is no repository", path, repo_dir)
         return False
     try:
-        committed = _commit(checkout, checkout.branch, message)
+        committed = _commit(checkout, checkout.branch, message, author)
     except OSError as exc:
         log.warning("could not commit the work in %s: %s", path, exc)
         return False  # keep the worktree: it holds unreported work
@@ -250,7 +298,7 @@ def drop_if_empty(repo_dir: Path, branch: str) -> bool:
     return True
 
 
-def _commit(checkout: Checkout, branch: str, message: str) -> bool:
+def _commit(checkout: Checkout, branch: str, message: str, author: tuple[str, str] | None) -> bool:
     ref = f"refs/heads/{branch}"
     tip = _out(checkout, "rev-parse", "--verify", f"{ref}^{{commit}}")
     with tempfile.TemporaryDirectory(prefix="worker-index-") as folder:
@@ -264,7 +312,7 @@ def _commit(checkout: Checkout, branch: str, message: str) -> bool:
         parents += ["-p", merging]
     elif tree == _out(checkout, "rev-parse", f"{tip}^{{tree}}"):
         return False  # nothing changed
-    new = _out(checkout, "commit-tree", tree, *parents, "-m", message, extra_env=dict(_IDENTITY))
+    new = _out(checkout, "commit-tree", tree, *parents, "-m", message, extra_env=identity(author))
     _out(checkout, "update-ref", "-m", "worker: task commit", ref, new, tip)
     return True
 

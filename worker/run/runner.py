@@ -14,8 +14,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
+from worker.delivery import delivery_lines
 from worker.errors import ConfigError, UsageError
 from worker.fleet import fleet_session
+from worker.kernel.model import TaskEnd
 from worker.kernel.scheduling import Decision, Reason, Snapshot, decide
 from worker.kernel.snapshot import preview, take_snapshot
 from worker.models import Outcome
@@ -95,6 +97,8 @@ def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunRepo
         for skipped in listing.skipped
         if skipped.reason_code == SETUP_PROBLEM
     ]
+    lines = delivery_lines(settings, options.use_worktree)
+    report.notes += [f"delivery of {line}" for line in lines]
     # SOURCE_ERROR in words: which source could not be read, and why.
     report.source_errors = [e for listing in snap.listings for e in listing.errors][:10]
     if decision.task is None:
@@ -261,6 +265,7 @@ def _take_and_run(
                 "recovered": recovered,
                 "orphans_ended": orphans,
                 "excluded": sorted(excluded),
+                "seen": list(snap.seen),  # what the looks at pull requests saw (`why`)
                 "kernel": {**decision.event(), "applied": applied},
             },
         ),
@@ -271,20 +276,60 @@ def _take_and_run(
         reason_codes=list(decision.reason_codes),
         candidates=decision.candidates,
         mode_reason=mode_reason,
+        notes=list(snap.seen),
     )
     if decision.task is None or mode_id is None:
-        store.finish_run(
-            run_id,
-            outcome=Outcome.IDLE.value,
-            reason_codes=report.reason_codes,
-            duration_s=time.monotonic() - t0,
-        )
+        _finish_idle(settings, store, run_id, t0, report, list(snap.ended))
         return report
     from worker.run.tasks import execute
 
     result = execute(settings, options, modes, store, run_id, decision, mode_id, by_name, _STOP)
     _finish_task(store, run_id, t0, report, decision, result)
+    _record_ends(settings, store, list(snap.ended))
     return report
+
+
+def _finish_idle(
+    settings: Settings,
+    store: Store,
+    run_id: int,
+    t0: float,
+    report: RunReport,
+    ended: list[TaskEnd],
+) -> None:
+    """The record of a run that took no task: idle, or what it saw end (a merge)."""
+    if ended:  # the run's outcome is what it saw end, not `idle`
+        _as_ended(report, ended.pop(0))
+    _close(store, run_id, report, time.monotonic() - t0)
+    _record_ends(settings, store, ended)
+
+
+def _close(store: Store, run_id: int, report: RunReport, duration_s: float) -> None:
+    store.finish_run(
+        run_id,
+        task_id=report.task_id,
+        source=report.source,
+        outcome=report.outcome.value,
+        reason=report.reason or None,  # an idle run's: none, as before
+        reason_codes=report.reason_codes,
+        branch=report.branch,
+        duration_s=duration_s,
+    )
+
+
+def _as_ended(report: RunReport, end: TaskEnd) -> None:
+    report.task_id, report.source, report.branch = end.task_id, end.source, end.branch
+    report.outcome, report.reason = Outcome(end.outcome), end.reason
+    if Reason.PR_ENDED not in report.reason_codes:
+        report.reason_codes.append(Reason.PR_ENDED)
+
+
+def _record_ends(settings: Settings, store: Store, ended: list[TaskEnd]) -> None:
+    """Each other task phase 0 ended gets a record of its own (`log`, `show TASK`)."""
+    for end in ended:
+        record = RunReport(Outcome.IDLE)
+        _as_ended(record, end)
+        _close(store, store.start_run(settings.machine_id, os.getpid()), record, 0.0)
 
 
 def _recover(
@@ -348,7 +393,7 @@ def _decide_and_claim(
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
         if decision.task is not None:
             mode = modes.get(_pick_mode(decision, options, modes)[0])
-            _preflight(settings, store, run_id, mode, decision.task.source)
+            _preflight(settings, store, run_id, mode, decision.task.source, options.use_worktree)
         if decision.task is None or _claim(decision, by_name, store, settings, run_id):
             return decision, excluded
         excluded.add(decision.task.id)
@@ -388,16 +433,21 @@ def _finish_task(
     )
 
 
-def _preflight(settings: Settings, store: Store, run_id: int, mode: Mode, source: str) -> None:
+def _preflight(
+    settings: Settings, store: Store, run_id: int, mode: Mode, source: str, use_worktree: bool
+) -> None:
     """Before any claim: the agent that would start can start (in the box the task's source
-    asks for), else no task is touched (and `worker why` says what to fix)."""
+    asks for), and the work can be delivered as configured (a worktree needs a repository),
+    else no task is touched (and `worker why` says what to fix)."""
     from worker.agents.infra import preflight  # only with a task to take
+    from worker.process.workspace_git import delivery_problem
     from worker.sandbox.box import for_task
 
     failure = preflight(for_task(settings, source), mode)
-    if failure is None:
+    problem = failure.message if failure else delivery_problem(settings, source, use_worktree)
+    if problem is None:
         return
-    message = f"{failure.message}. No task was taken."
+    message = f"{problem}. No task was taken."
     _record_error(settings, store, run_id, message, 0.0)
     raise ConfigError(message)
 

@@ -7,13 +7,19 @@ import threading
 from pathlib import Path
 
 from worker.config import Settings
+from worker.delivery import delivery_of, in_worktree
 from worker.kernel.scheduling import Decision
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
 from worker.modes import ModeSet
 from worker.operator.notify.events import after_task as notify_after_task
 from worker.process.orphans import start_time
-from worker.process.workspace_git import create_worktree, drop_if_empty, finish_worktree
+from worker.process.workspace_git import (
+    commit_message,
+    create_worktree,
+    drop_if_empty,
+    finish_worktree,
+)
 from worker.review.hooks import TaskSections, after_task, task_sections
 from worker.run.guard import WorkspaceGuard
 from worker.run.infra import ANSWER_KEY, HITS_KEY
@@ -31,6 +37,7 @@ from worker.sources.fallback import (
     remember_problem,
     run_checks,
 )
+from worker.sources.github.settings import next_round
 from worker.state.progress import Tracker, review_step
 from worker.state.run_report import RunOptions
 from worker.state.store import Store
@@ -62,8 +69,9 @@ def execute(
         wait_path = decision.wait.ref
         start = _restore(settings, wait_path, mode_id, decision.wait.answer)
     cwd, branch = settings.workspace, None
-    # A task that follows its pull request works on the pull request's branch again.
-    if options.use_worktree or "pr" in task.ref:
+    # Delivered on a branch (`[github] delivery`, `--use-worktree`), never in the operator's
+    # checkout; a task that follows its pull request works on the pull request's branch again.
+    if in_worktree(delivery_of(settings, task.source, options.use_worktree)) or "pr" in task.ref:
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
     if decision.wait is not None and "pr" in task.ref:
         start.resume_answer = _base_brought_in(settings, task, cwd, branch, start.resume_answer)
@@ -98,9 +106,8 @@ def execute(
         if branch is not None:
             # The agent's work is committed on the task branch whatever the outcome.
             done = result is not None and result.outcome is Outcome.SUCCESS
-            state = "done" if done else "work in progress"
-            message = f"worker: {task.id} ({state}): {task.title[:60]}"
-            committed = finish_worktree(settings.workspace, cwd, message)
+            message = commit_message(task.id, task.title, result, done)
+            committed = finish_worktree(settings.workspace, cwd, message, _author(source))
             # Maintenance that changed nothing leaves no branch (a task's own branch is its
             # delivery's to keep or delete: worker.sources.github.delivery).
             if not committed and task.source == "fallback":
@@ -109,6 +116,8 @@ def execute(
     result.reason_codes += restored
     result = watcher.settle(result, mode_id)
     result.branch = branch
+    if decision.wait is not None and "pr" in task.ref:
+        result.answered = start.resume_answer or ""  # the reply on the pull request says it
     return _conclude(settings, options, store, run_id, result, source, wait_path)
 
 
@@ -147,6 +156,17 @@ def _conclude(
     if review.ran:
         result.review_s, result.review_cost_usd = review.duration_s, review.cost_usd
     return result
+
+
+def _author(source: TaskSource | None) -> tuple[str, str] | None:
+    """Who the task's commits are by: its source's say (GitHub: the token's user), else
+    worker's bot identity."""
+    author = getattr(source, "commit_author", None)
+    try:
+        return author() if callable(author) else None
+    except Exception as exc:  # the commit goes on, by the bot
+        log.warning("could not tell the commit author: %s", exc)
+        return None
 
 
 def _run(ctx: LoopContext, task: Task, start: StartPoint) -> TaskResult:
@@ -265,7 +285,7 @@ def _follow(settings: Settings, task: Task, result: TaskResult) -> None:
         modes_used=list(result.modes),
         cost_usd=result.cost_usd,
     )
-    rounds = int(task.ref["prRounds"]) + 1 if "prRounds" in task.ref else 0
+    rounds = next_round(task.ref)
     try:
         result.wait_state = save_pull_request_wait(settings, point, result.pull_request, rounds)
     except Exception as exc:  # the pull request stays; the task cannot follow it

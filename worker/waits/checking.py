@@ -12,7 +12,7 @@ from worker.config import Settings
 from worker.kernel.scheduling import ReadyWait
 from worker.state.store import Store
 from worker.waits.builtin import registry
-from worker.waits.conditions import CheckContext, Verdict, Waiting, trust_of
+from worker.waits.conditions import CheckContext, Verdict, Waiting, trust_of, watched
 from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.lookups import Lookups
 from worker.waits.state import WaitState, task_of
@@ -59,6 +59,9 @@ def check(
         _remember(ledger, waits, verdicts, rows, stamps, now, settings)
     for wait in waits:
         verdict = verdicts.get(wait.key) or Verdict()
+        if verdict.looked_remote and verdict.seen and wait.kind == "pull_request":
+            then = "; resuming the task" if verdict.answer else ""
+            result.seen.append(f"{wait.state.task_id}: pull request {verdict.seen}{then}")
         if verdict.end is not None and not dry_run:
             _end(settings, store, wait, verdict.end, result)
             continue
@@ -89,8 +92,10 @@ def _end(
     from worker.waits.expiry import end_wait
 
     outcome, reason = Outcome(end[0]), end[1]
-    if end_wait(settings, store, wait.path, wait.state, outcome, reason, WaitCode.PR_ENDED):
+    ended = end_wait(settings, store, wait.path, wait.state, outcome, reason, WaitCode.PR_ENDED)
+    if ended is not None:
         result.ended.append(wait.state.task_id)
+        result.ends.append(ended)
     else:
         result.pending += 1
 
@@ -109,7 +114,9 @@ def _waitings(
         row = rows.get(wait.key)
         if row is not None:
             wait.seen, wait.checked_at = row.seen, row.checked_at
-            wait.due = now_s - row.checked_at >= interval
+            wait.due = now_s - row.checked_at >= interval or (
+                wait.kind == "pull_request" and watched(row.seen)
+            )
             if row.answer is not None and row.trust != trust_of(state, settings):
                 # Found under other allow-lists: the conditions judge the approver again,
                 # the remote one with a fresh look.

@@ -23,6 +23,19 @@ if TYPE_CHECKING:
     from worker.waits.lookups import Lookups
 
 ANSWER_CAP = 4000  # characters of untrusted text handed to the agent (quoted as data)
+# Where a pull request stands (`worker.waits.github_pr`); while its checks run or failed, or
+# the merge label waits on them, it is looked at every run, not every `recheck_interval_s`: its
+# looks are conditional requests, and an unchanged pull request costs no rate limit.
+# One past its follow-up limit waits for a person: looked at every `recheck_interval_s`.
+RUNNING, FAILED, BLOCKED = "checks running", "checks failed", "merge label set, but"
+HELD = "follow-up limit reached"
+
+
+def watched(seen: str | None) -> bool:
+    """Whether a pull request that stood as `seen` at its last look is looked at every run."""
+    if seen is None or HELD in seen:
+        return False
+    return any(word in seen for word in (RUNNING, FAILED, BLOCKED))
 
 
 @dataclass

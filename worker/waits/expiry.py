@@ -12,10 +12,13 @@ from datetime import datetime
 from pathlib import Path
 
 from worker.config import Settings
-from worker.models import Outcome
+from worker.kernel.model import TaskEnd
+from worker.models import Outcome, Task
+from worker.results import TaskResult
 from worker.sources.base import TaskSource
 from worker.state.fsutil import quarantine
 from worker.state.store import Store
+from worker.state.task_totals import Totals, task_totals
 from worker.waits import record
 from worker.waits.ledger import Ledger, WaitCode
 from worker.waits.state import WaitState, task_of
@@ -32,25 +35,16 @@ def end_wait(
     reason: str,
     code: WaitCode,
     sources: dict[str, TaskSource] | None = None,
-) -> bool:
-    """Report `outcome` to the task's source and move the file aside; False if the report
-    failed (the file stays, to be retried)."""
+) -> TaskEnd | None:
+    """Report `outcome` to the task's source and move the file aside; None if the report
+    failed (the file stays, to be retried), else the task's end as the run records it."""
     task = task_of(state, settings.inbox)
     if sources is None:
         from worker.sources.registry import build_sources
 
         sources = {s.name: s for s in build_sources(settings, store)}
-    from worker.results import TaskResult  # a task's result: only when a wait expires
-
-    result = TaskResult(
-        task,
-        outcome,
-        reason,
-        [str(code)],
-        modes=list(state.modes_used),
-        cost_usd=state.cost_usd,
-        session_id=state.session_id,
-    )
+    result = _ended_result(store, task, state, outcome, reason, code)
+    reason = result.reason
     ledger = Ledger(store) if store is not None else None
     source = sources.get(task.source)
     if source is not None:
@@ -60,15 +54,46 @@ def end_wait(
             log.warning("waits: could not report %s of %s: %s", outcome.value, task.id, exc)
             if ledger is not None:
                 ledger.log(task.id, WaitCode.WAIT_EXPIRY_REPORT_FAILED, str(exc), once=True)
-            return False
+            return None
     quarantine(path, settings.wait_states / outcome.value, f"{code}: {reason}")
     record.forget(settings, path, store)
     if store is not None:
         store.release_claim(task.id, outcome.value)
     if ledger is not None:
         ledger.log(task.id, code, reason)
-    log.warning("waits: %s %s: %s", task.id, outcome.value, reason)
-    return True
+    # An expiry is news; a pull request's end is the run's own outcome (`worker run` says it).
+    level = logging.INFO if code is WaitCode.PR_ENDED else logging.WARNING
+    log.log(level, "waits: %s %s: %s", task.id, outcome.value, reason)
+    return TaskEnd(task.id, task.source, outcome.value, reason, result.branch)
+
+
+def _ended_result(
+    store: Store | None,
+    task: Task,
+    state: WaitState,
+    outcome: Outcome,
+    reason: str,
+    code: WaitCode,
+) -> TaskResult:
+    """The result a waiting task ends with, with its totals over all its runs (the report of
+    a merged pull request says what the whole task took, not this moment's zero)."""
+    totals = task_totals(store, task.id) if store is not None else Totals()
+    result = TaskResult(
+        task,
+        outcome,
+        f"{reason}; in all {totals.words()}" if totals.runs else reason,
+        [str(code)],
+        modes=list(state.modes_used),
+        duration_s=totals.duration_s,
+        cost_usd=max(state.cost_usd, totals.cost_usd),
+        session_id=state.session_id,
+        branch=totals.branch,
+        iterations_total=totals.iterations,
+    )
+    pr = state.source_ref.get("pr")
+    if pr is not None:
+        result.pull_request = {"number": pr, "url": str(state.source_ref.get("prUrl") or "")}
+    return result
 
 
 def expire(

@@ -91,6 +91,19 @@ def _approval(
     ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, number: int
 ) -> Verdict:
     verdict = Verdict()
+    found = first_answer(ctx, look, wait, repo, number, verdict)
+    if found is not None:
+        approved, who, note = found
+        verdict.answer = decision_text(approved, who, f"a comment on {repo}#{number}", note)
+    return verdict
+
+
+def first_answer(
+    ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, number: int, verdict: Verdict
+) -> tuple[bool, str, str] | None:
+    """The first `/approve` or `/reject` comment on the issue since the wait began, by someone
+    who may answer it: (approved, who, the note after the word). The others go to
+    `verdict.ignored` with their reason."""
     for comment in sorted(look.comments(repo, number, wait.since), key=lambda c: c.created_at):
         if comment.created_at < whole(wait.since):
             continue
@@ -108,11 +121,8 @@ def _approval(
             )
             continue
         note = comment.body.strip()[len(word) :].strip()
-        verdict.answer = decision_text(
-            word == "/approve", comment.author, f"a comment on {repo}#{number}", note
-        )
-        break
-    return verdict
+        return word == "/approve", comment.author, note
+    return None
 
 
 def _decision(

@@ -4,8 +4,9 @@ Order of one pass: read the waits as worker recorded them (a file worker did not
 one edited since, is moved to `rejected/` with its reason; the others still count), settle
 the waits resumed by an earlier run (consume their answers), expire those past their expiry
 (reported to their source), then ask each condition about its waits in one batched look. A
-remote look at a wait happens at most every `recheck_interval_s`; an answer found once is
-kept until the wait is resumed.
+remote look at a wait happens at most every `recheck_interval_s` (a pull request whose checks
+run or failed: every run, with conditional requests); an answer found once is kept until the
+wait is resumed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from worker.waits.ledger import CheckRow, Ledger, WaitCode
 from worker.waits.state import WaitState, task_of, wait_state_files
 
 if TYPE_CHECKING:
+    from worker.kernel.model import TaskEnd
     from worker.waits.github_look import GitHubLook
 
 __all__ = ["WaitScan", "remove", "scan", "task_of", "trusted_waits"]
@@ -48,6 +50,8 @@ class WaitScan:
     errors: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)  # task ids ended as expired this run
     ended: list[str] = field(default_factory=list)  # task ids ended by their condition
+    ends: list[TaskEnd] = field(default_factory=list)  # the same, as the run records them
+    seen: list[str] = field(default_factory=list)  # what the looks at pull requests saw, in words
     consumed: int = 0  # answers moved to done/ after their task was resumed
     github_requests: int = 0  # requests that cost rate limit (a 304 does not)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.models import StatusBlock, Task
+from worker.sources.github.settings import held_reason
 from worker.waits.record import save_wait
 from worker.waits.state import WaitContext, WaitState
 from worker.waits.validate import parse_resume_when
@@ -127,19 +128,18 @@ def save_pull_request_wait(
     follow-ups already made; past `[github] max_follow_ups` a person decides instead (an
     approval lets the agent go on, a rejection stops it)."""
     number, url = pull["number"], pull.get("url") or ""
-    limit = settings.github.max_follow_ups
-    if rounds >= limit:
-        state = base_state(settings, point)
-        state.reason = (
-            f"pull request #{number} has had {rounds} round(s) of fixes ([github] "
-            f"max_follow_ups = {limit}): a person decides whether the agent goes on"
-        )
-        state.wait_for = f"a person's approval to go on with pull request #{number} {url}"
+    limit = settings.github.follow_limit(point.task.ref)
+    state = base_state(settings, point, "pull_request")
+    held = rounds >= limit
+    if held:  # still followed: a merge, a close or the merge label end it as ever
+        state.reason = held_reason(number, rounds, settings.github.max_follow_ups)
+        state.wait_for = f"a person's /approve or /reject on the issue {url}".strip()
     else:
-        state = base_state(settings, point, "pull_request")
         state.reason = f"pull request #{number} is open"
         state.wait_for = f"pull request #{number}: its checks, reviews and merge {url}".strip()
-    state.source_ref.update({"pr": int(number), "prRounds": rounds})
+    state.source_ref.update(
+        {"pr": int(number), "prRounds": rounds, "prUrl": str(url), "prHeld": held}
+    )
     if pull.get("base"):
         state.source_ref["prBase"] = str(pull["base"])
     state.resume_brief = f"following pull request #{number}: {point.task.title}"[:300]

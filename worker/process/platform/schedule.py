@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker import secrets
+from worker.delivery import delivery_lines
 from worker.errors import ConfigError
 from worker.process.platform.cron_interval import Refusal, cron_times, human_s
 
@@ -64,6 +65,7 @@ class ScheduleEnv:
     state: str | None = None  # the state folder, when pinned here
     inbox: str | None = None  # its inbox
     needed: tuple[str, ...] = ()  # the secrets the configuration needs, each with what for
+    delivery: tuple[str, ...] = ()  # how each source's work is delivered (worker/delivery.py)
 
     def comment(self, prefix: str = "#") -> list[str]:
         lines = []
@@ -72,6 +74,7 @@ class ScheduleEnv:
                 f"{prefix} State folder {self.state} (inbox {self.inbox}), pinned with "
                 "WORKER_STATE_DIR: the same as `worker submit`, `status` and `log` in this shell."
             )
+        lines += [f"{prefix} Delivery of {line}" for line in self.delivery]
         if self.variables:
             lines.append(
                 f"{prefix} Environment: the PATH and WORKER_* variables `worker schedule` ran "
@@ -111,8 +114,14 @@ def schedule_env(env: Mapping[str, str], settings: Settings | None = None) -> Sc
         return ScheduleEnv(variables, tuple(left_out))
     if settings.state_dir is None:
         variables["WORKER_STATE_DIR"] = str(settings.state)
-    state, inbox = str(settings.state), str(settings.inbox)
-    return ScheduleEnv(variables, tuple(left_out), state, inbox, needed_secrets(settings))
+    return ScheduleEnv(
+        variables,
+        tuple(left_out),
+        str(settings.state),
+        str(settings.inbox),
+        needed_secrets(settings),
+        tuple(delivery_lines(settings)),
+    )
 
 
 # The variable each agent CLI reads its API key from (worker/agents/*: KEY_SETTING).

@@ -7,6 +7,7 @@ still lets the labels show the end state; what failed is raised at the end as on
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import tempfile
 from pathlib import Path
@@ -16,12 +17,26 @@ from urllib.parse import quote, urlsplit
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
 from worker.process.gitsafe import git_argv, merge_from, push_credentials, scratch_repo
-from worker.process.gitview import base_env, main_checkout, worktree_checkout
+from worker.process.gitview import base_env, main_checkout, run_git, worktree_checkout
 from worker.process.proc import redact, run_process
+from worker.process.workspace_git import BOT_IDENTITY, identity
+from worker.sources.github.authorship import (
+    changed_files,
+    parse_author,
+    pull_request_body,
+    question,
+    reply_on_pull,
+)
 from worker.sources.github.claims import create_once, find_own, marker, parse_claims
 from worker.sources.github.client import GitHubClient, GitHubError, token_from_env
 from worker.sources.github.report import end_label, result_body
-from worker.sources.github.settings import GitHubSettings
+from worker.sources.github.settings import GitHubSettings, held_reason, next_round
+
+log = logging.getLogger(__name__)
+
+# A task its pull request ended (merged, closed; `worker.waits.ledger.WaitCode.PR_ENDED`):
+# nothing to deliver, its branch to delete.
+ENDED = "PR_ENDED"
 
 
 def report_to_issue(
@@ -33,9 +48,13 @@ def report_to_issue(
     repo, number = task.ref["repo"], int(task.ref["number"])
     errors: list[str] = []
     try:
-        notes = _deliver(client, settings, task, result, open_pr)
+        if ENDED in result.reason_codes:  # merged or closed: the branch has served
+            notes = delete_branch(settings, result.branch, repo)
+        else:
+            notes = _deliver(client, settings, task, result, open_pr)
     except Exception as exc:  # an unreadable answer: the comment and labels still go out
         notes = [f"⚠️ could not deliver the branch: {redact(str(exc))}"]
+    notes = question(result) + notes
     follow_pull_request(gh, result)
     try:
         _write_status(client, settings.machine_id, task, repo, number, result, notes)
@@ -80,7 +99,9 @@ def _deliver(
     notes = [f"Branch `{result.branch}` pushed."]
     if open_pr or "pr" in task.ref:  # a pull request once opened stays the task's
         try:
-            pull = open_pull_request(client, settings.github, task, result.branch)
+            pull = open_pull_request(
+                client, settings.github, task, result.branch, result, settings.workspace
+            )
             url = str(pull.get("html_url") or pull.get("url") or "")
             head = (pull.get("head") or {}).get("sha")
             base = (pull.get("base") or {}).get("ref")
@@ -91,6 +112,8 @@ def _deliver(
                 "base": base,
             }
             notes.append(f"Pull request: {url}")
+            if "pr" in task.ref:  # a round of fixes: said on the pull request too
+                reply_on_pull(client, task, result)
         except Exception as exc:  # GitHubError, or an answer we cannot read
             notes.append(f"⚠️ could not open a pull request: {redact(str(exc))}")
     return notes
@@ -100,13 +123,17 @@ def follow_pull_request(settings: GitHubSettings, result: TaskResult) -> None:
     """A task that opened (or updated) its pull request is not done: it waits on the pull
     request, for its checks, its reviews and its merge (`worker.waits.github_pr`)."""
     pull = result.pull_request
-    if pull is None or result.outcome is not Outcome.SUCCESS:
+    if pull is None or result.outcome is not Outcome.SUCCESS or ENDED in result.reason_codes:
         return
     if not settings.follow_pull_requests:
         return
     result.outcome = Outcome.WAITING
     result.reason_codes.append("PR_FOLLOWED")
     said = f"{result.reason.rstrip('.')}. " if result.reason else ""
+    rounds, ref = next_round(result.task.ref), result.task.ref
+    if rounds >= settings.follow_limit(ref):  # the status comment asks the person, in the open
+        result.reason = f"{said}{held_reason(pull['number'], rounds, settings.max_follow_ups)}"
+        return
     result.reason = (
         f"{said}Pull request #{pull['number']} is open: worker follows its checks, reviews "
         "and merge, and resumes the task when they need work."
@@ -166,17 +193,36 @@ def remote_url(settings: GitHubSettings, repo: str | None) -> str | None:
     return f"https://{git_host(settings)}/{repo}.git" if repo else None
 
 
+def delete_branch(settings: Settings, branch: str | None, repo: str | None = None) -> list[str]:
+    """The task's branch deleted on the remote and in the workspace, once its pull request is
+    merged or closed; what happened, as notes for the status comment. A branch GitHub deleted
+    already (the repository's "delete head branches") is no error."""
+    if not branch or not branch.startswith("worker/"):
+        return []
+    error = None
+    if settings.github.push:
+        token = token_from_env()
+        error = push_branch(settings.github, settings.workspace, branch, token, True, repo=repo)
+    if error is not None and "remote ref does not exist" not in error:
+        return [f"⚠️ {error}"]
+    checkout = main_checkout(settings.workspace)
+    if checkout is not None:
+        run_git(checkout, "update-ref", "-d", f"refs/heads/{branch}")
+    return [f"Branch `{branch}` deleted."]
+
+
 def push_branch(
     settings: GitHubSettings,
     workspace: Any,
     branch: str,
     token: str | None,
+    delete: bool = False,
     *,
     repo: str | None = None,
 ) -> str | None:
-    """Push `branch` to worker's remote (`remote_url`); returns an error text, None when
-    pushed. The push runs from a scratch repository of worker's own; the token reaches git
-    only through a one-shot credential helper (`worker.process.gitsafe`)."""
+    """Push `branch` to worker's remote (`remote_url`; `delete`: delete it there); returns an
+    error text, None when pushed. The push runs from a scratch repository of worker's own; the
+    token reaches git only through a one-shot credential helper (`worker.process.gitsafe`)."""
     env = {**base_env(), "GIT_TERMINAL_PROMPT": "0"}
     url = remote_url(settings, repo)
     checkout = main_checkout(Path(workspace))
@@ -189,7 +235,8 @@ def push_branch(
         config: list[str] = []
         if token and url.lower().startswith("https://"):
             config = stack.enter_context(push_credentials(token, git_host(settings)))
-        args = ["push", url, f"{branch}:refs/heads/{branch}"]
+        refspec = f":refs/heads/{branch}" if delete else f"{branch}:refs/heads/{branch}"
+        args = ["push", url, refspec]
         proc = run_process(git_argv(*config, *args), cwd=scratch, timeout_s=300, env=env)
     if proc.exit_code == 0:
         return None
@@ -232,7 +279,8 @@ def bring_base_in(
         )
         if got.exit_code != 0:
             return redact(f"worker could not fetch `{base}`: {got.stderr_tail.strip()[-300:]}")
-        merged = merge_from(checkout, Path(scratch), base)
+        author = parse_author(settings.commit_author or "") or BOT_IDENTITY
+        merged = merge_from(checkout, Path(scratch), base, identity(author))
     if merged.clean:
         return f"worker merged the latest `{base}` into the branch; it merged cleanly."
     if not merged.conflicts:  # not a conflict (unrelated histories, a dirty tree)
@@ -245,9 +293,15 @@ def bring_base_in(
 
 
 def open_pull_request(
-    client: GitHubClient, settings: GitHubSettings, task: Task, branch: str
+    client: GitHubClient,
+    settings: GitHubSettings,
+    task: Task,
+    branch: str,
+    result: TaskResult | None = None,
+    workspace: Path | None = None,
 ) -> dict[str, Any]:
-    """The open pull request for `branch` (found, else created), linking the issue."""
+    """The open pull request for `branch` (found, else created), linking the issue; its body
+    from the agent's summary (`authorship.pull_request_body`)."""
     repo, number = task.ref["repo"], task.ref["number"]
     owner = repo.split("/", 1)[0]
 
@@ -260,10 +314,8 @@ def open_pull_request(
     found = existing()
     if found is None:
         base = settings.pr_base or client.request("GET", f"/repos/{repo}").data["default_branch"]
-        body = (
-            f"Closes #{number}\n\nWork done by worker on {task.id}; "
-            "see the issue's status comment for the run."
-        )
+        changed = changed_files(workspace, settings.remote, base, branch) if workspace else ""
+        body = pull_request_body(number, task.id, result, changed)
         try:
             found = create_once(
                 client,

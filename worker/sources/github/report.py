@@ -50,7 +50,7 @@ def result_body(
     escalations = max(0, len(dict.fromkeys(result.modes)) - 1)
     rows = [
         ("Outcome", f"{icon} {result.outcome.value}"),
-        ("Iterations", str(len(result.iterations))),
+        ("Iterations", str(_iterations(result))),
         (
             "Modes",
             modes
@@ -60,6 +60,9 @@ def result_body(
         ("Cost", f"${result.cost_usd:.4f}"),
         ("Branch", f"`{_code(result.branch)}`" if result.branch else "-"),
     ]
+    pull = result.pull_request
+    if pull is not None:
+        rows.append(("Pull request", f"#{pull['number']} {_text(str(pull.get('url') or ''), 300)}"))
     lines = [
         head,
         f"🤖 **worker** on `{_code(machine)}` · run {run}",
@@ -91,6 +94,11 @@ def result_body(
             "</details>",
         ]
     return "\n".join(lines)
+
+
+def _iterations(result: TaskResult) -> int:
+    total = result.iterations_total
+    return len(result.iterations) if total is None else total
 
 
 def _text(value: str, cap: int) -> str:

@@ -7,7 +7,8 @@ is used (worker/sources/github/client.py), so it cannot end up in a config dump.
 # Annotations evaluated as written, not postponed: worker/config.py says why.
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -41,8 +42,14 @@ class GitHubSettings(BaseModel):
     trusted_users: list[str] = []
     claim_ttl_s: PositiveInt = 4 * 3600  # a claim not renewed for this long has expired
     assign: bool = True  # assign the token's user when claiming (ignored where not allowed)
-    open_pr: bool = False
-    push: bool = True  # push the task branch on success (with --use-worktree)
+    # How a task is delivered (worker/delivery.py): a pull request from a worktree unless
+    # configured otherwise; never in the operator's checkout by default.
+    delivery: Literal["in_place", "branch", "pull_request"] | None = None
+    open_pr: bool | None = None  # older spelling: true = "pull_request", false = "branch"
+    push: bool = True  # push the task branch on success (delivery "branch" or "pull_request")
+    # `Name <email>` of worker's commits; None: the token's user with GitHub's noreply address
+    # (worker/sources/github/authorship.py).
+    commit_author: str | None = None
     pr_base: str | None = None  # None = the repository's default branch
     remote: str = "origin"
     # A pull request the task opened keeps the task alive: it resumes when the checks fail, a
@@ -76,6 +83,13 @@ class GitHubSettings(BaseModel):
                 raise ValueError(f"{repo!r} is not of the form owner/name")
         return value
 
+    @field_validator("commit_author")
+    @classmethod
+    def _author(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^\s*[^<>\n]+?\s*<[^<>\s]+@[^<>\s]+>\s*$", value):
+            raise ValueError("must read `Name <address>`, e.g. `Ada Bot <ada@example.com>`")
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str) -> str:
@@ -84,5 +98,36 @@ class GitHubSettings(BaseModel):
         return value.rstrip("/")
 
     @property
+    def effective_delivery(self) -> Literal["in_place", "branch", "pull_request"]:
+        if self.delivery is not None:
+            return self.delivery
+        if self.open_pr is not None:
+            return "pull_request" if self.open_pr else "branch"
+        return "pull_request"
+
+    def follow_limit(self, ref: Mapping[str, Any]) -> int:
+        """The rounds of fixes a task's pull request may have: `max_follow_ups`, or more once
+        a person approved going on past it (`prLimit` in the task's reference)."""
+        given = ref.get("prLimit")
+        return int(str(given)) if str(given).isdigit() else self.max_follow_ups
+
+    @property
     def end_labels(self) -> tuple[str, str, str]:
         return (self.done_label, self.failed_label, self.waiting_label)
+
+
+def next_round(ref: Mapping[str, Any]) -> int:
+    """The round of fixes a task whose reference is `ref` has just made on its pull request:
+    0 when it opened it, then 1, 2, ..."""
+    return int(ref["prRounds"]) + 1 if "prRounds" in ref else 0
+
+
+def held_reason(number: int, rounds: int, more: int) -> str:
+    """What a pull request at its follow-up limit waits for, in words for the issue."""
+    return (
+        f"pull request #{number} has had {rounds} round(s) of fixes, its limit ([github] "
+        f"max_follow_ups): a person decides. Comment `/approve` on the issue for {more} more "
+        "round(s) (text after it goes to the agent), or `/reject` to stop following it (no "
+        "agent starts; the pull request stays open for you). The merge label still merges it "
+        "once its checks pass and it is approved."
+    )

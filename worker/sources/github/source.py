@@ -19,10 +19,12 @@ import time
 from typing import Any
 
 from worker.config import Settings
+from worker.delivery import PULL_REQUEST, delivery_of
 from worker.models import Outcome, Task, TaskResult
 from worker.process.proc import redact
 from worker.sources.base import Listing, Skipped
 from worker.sources.github import pending as github_pending
+from worker.sources.github.authorship import commit_identity
 from worker.sources.github.claims import (
     check_trust,
     create_once,
@@ -70,7 +72,9 @@ class GitHubSource:
         self.gh = settings.github
         self.store = None if dry_run else store
         self.dry_run = dry_run or store is None
-        self.open_pr = self.gh.open_pr if open_pr is None else open_pr
+        if open_pr is None:  # `--open-pr` wins over `[github] delivery`
+            open_pr = delivery_of(settings, SOURCE) == PULL_REQUEST
+        self.open_pr = open_pr
         self.client = client or make_client(self.gh, self.store)
         self._trust: dict[str, dict[str, Any]] = {}
         self._renewed: dict[str, float] = {}
@@ -335,6 +339,11 @@ class GitHubSource:
         if self.store is not None:
             state = "released" if result.outcome is Outcome.STOPPED else result.outcome.value
             self.store.release_claim(task.id, state)
+
+    def commit_author(self) -> tuple[str, str]:
+        """The name and address of the task's commits (`[github] commit_author`, else the
+        token's user with GitHub's noreply address)."""
+        return commit_identity(self.client, self.gh)
 
     # -- reporting --------------------------------------------------------------------------
     def report(self, task: Task, result: TaskResult) -> None:
