@@ -35,6 +35,7 @@ def _project(tmp_path: Path, server: FakeGitHub) -> Path:
     ws = project_with_origin(tmp_path, "project", {"parser.py": "def parse(): return 0\n"})
     section = settings_for(server)
     section.pop("delivery")  # the user's worker.toml: GitHub's default delivery
+    section["remote"] = str(tmp_path / "origin.git")  # pushed to by URL, never `.git/config`'s
     lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
     lines += ["[review]", "enabled = false", "[fallback]", "enabled = false"]
     (ws / "worker.toml").write_text("\n".join(lines) + "\n")

@@ -44,6 +44,8 @@ def _toml(ws: Path, server: FakeGitHub, **github: Any) -> None:
     section = settings_for(server, **github)
     if "delivery" not in github and "open_pr" not in github:
         section.pop("delivery")  # the default delivery, as a user's worker.toml has it
+    # worker pushes to the URL it is given, never to a remote of `.git/config`'s
+    section.setdefault("remote", str(ws.parent / "origin.git"))
     lines = ["[github]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
     lines += ["[waits]", "recheck_interval_s = 3600", "[review]", "enabled = false"]
     lines += ["[fallback]", "enabled = false"]
