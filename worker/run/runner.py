@@ -31,6 +31,7 @@ from worker.state.store import Store
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
+    from worker.run.slots import Slot
 
 __all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
@@ -67,17 +68,28 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         from worker.process.workspace_git import ensure_repo
 
         ensure_repo(settings.workspace)
+    # One run at a time under the workspace lock; or, with `max_parallel`, a slot for this
+    # run's task and the workspace lock for its scheduling step only.
+    slot = _slot(settings)
     with (
-        workspace_lock(settings),
+        slot or workspace_lock(settings),
         Store(settings.db_path) as store,
         fleet_session(settings, store),
     ):
         try:
-            report = _run(settings, options, modes, store)
+            report = _run(settings, options, modes, store, slot)
             retention.after_run(settings, store)  # at most once a day
             return report
         finally:
             _STOP.clear()  # a stop asked just before the run still stops it
+
+
+def _slot(settings: Settings) -> Slot | None:
+    if settings.max_parallel == 1:
+        return None  # today's run: the workspace lock for the whole run
+    from worker.run.slots import Slot  # psutil: not for a dry run
+
+    return Slot(settings, _STOP)
 
 
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
@@ -161,12 +173,14 @@ def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple
     return modes.detect(decision.task)
 
 
-def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) -> RunReport:
+def _run(
+    settings: Settings, options: RunOptions, modes: ModeSet, store: Store, slot: Slot | None
+) -> RunReport:
     t0 = time.monotonic()
     run_id = store.start_run(settings.machine_id, os.getpid())
     taken: list[Decision] = []  # the decision whose task was claimed, once there is one
     try:
-        return _take_and_run(settings, options, modes, store, run_id, t0, taken)
+        return _take_and_run(settings, options, modes, store, run_id, t0, taken, slot)
     except BaseException as exc:
         _record_abort(store, run_id, taken, exc, time.monotonic() - t0)
         raise
@@ -210,6 +224,7 @@ def _take_and_run(
     run_id: int,
     t0: float,
     taken: list[Decision],
+    slot: Slot | None = None,
 ) -> RunReport:
     from worker.operator.notify.events import on_run_start
     from worker.state import retention  # see run_once
@@ -230,7 +245,11 @@ def _take_and_run(
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
     if orphans:
         snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.ORPHAN_AGENT_ENDED))
-    decision, excluded = _decide_and_claim(settings, options, modes, store, run_id, snap, by_name)
+    if slot is not None:
+        snap = slot.observe(store, snap)
+    decision, excluded = _decide_and_claim(
+        settings, options, modes, store, run_id, snap, by_name, slot
+    )
     if decision.task is not None:
         taken.append(decision)
     from worker.kernel.effects import apply as apply_kernel
@@ -260,6 +279,8 @@ def _take_and_run(
             },
         ),
     )
+    if slot is not None:
+        slot.release_scheduling()  # claimed and recorded: the next run may schedule
     report = RunReport(
         Outcome.IDLE,
         run_id=run_id,
@@ -335,18 +356,29 @@ def _decide_and_claim(
     run_id: int,
     snap: Snapshot,
     by_name: dict[str, TaskSource],
+    slot: Slot | None = None,
 ) -> tuple[Decision, set[str]]:
     """Decide, and claim the chosen task; a task another run claimed first is left out and
-    the decision taken again. Returns the decision and the ids left out."""
+    the decision taken again. Returns the decision and the ids left out. In a slot, a shared
+    limit may hold the task back (the decision is then taken again with nothing to start)."""
     excluded: set[str] = set()
     while True:
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
-        if decision.task is not None:
-            mode = modes.get(_pick_mode(decision, options, modes)[0])
-            _preflight(settings, store, run_id, mode, decision.task.source)
-        if decision.task is None or _claim(decision, by_name, store, settings, run_id):
+        task = decision.task
+        if task is None:
             return decision, excluded
-        excluded.add(decision.task.id)
+        mode = modes.get(_pick_mode(decision, options, modes)[0])
+        _preflight(settings, store, run_id, mode, task.source)
+        if slot is not None:
+            decision, held = slot.admit(store, options, decision, mode)
+            if held is not None:
+                snap = dataclasses.replace(snap, held=held)
+                return decide(dataclasses.replace(snap, excluded=frozenset(excluded))), excluded
+        if _claim(decision, by_name, store, settings, run_id):
+            if slot is not None:
+                slot.started(run_id, task)
+            return decision, excluded
+        excluded.add(task.id)
 
 
 def _finish_task(
