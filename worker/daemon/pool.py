@@ -1,0 +1,129 @@
+"""`worker serve` with `max_parallel` > 1: a `worker run` process per busy slot.
+
+Each slot's task runs in a process of its own (the same `worker run` cron starts), so that a
+slot killed (kill -9, the OOM killer) loses its task alone, and the next run recovers it as it
+recovers any dead run's (worker/run/slots.py). The pool starts one run at a time: when that
+run took a task (its slot's record names its pid) and a slot is still free, the next starts at
+once; when it found nothing to do (it exited), the pool waits for the interval, a new inbox
+file or a slot that frees. A stop asks every run to stop (SIGTERM: each keeps its work and
+releases its task), then insists after `daemon.stop_grace_s`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from worker.config import Settings
+from worker.daemon.child import ChildHandle, Launcher, launch
+from worker.run.slots import running
+
+log = logging.getLogger(__name__)
+
+_POLL_S = 0.1
+
+
+@dataclass
+class Started:
+    child: ChildHandle
+    number: int
+    took: bool = False  # it took a task (its slot's record named it)
+
+
+class Pool:
+    """Up to `max_parallel` runs at once; `step` starts what the slots allow and reaps the
+    runs that ended, returning their (number, exit code)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        run_args: list[str],
+        stopping: threading.Event,
+        launcher: Launcher = launch,
+    ) -> None:
+        self.settings = settings
+        self.argv = [sys.executable, "-m", "worker", "run", "--quiet"]
+        self.argv += ["--workspace", str(settings.workspace), *run_args]
+        self._stopping = stopping
+        self._launch = launcher
+        self.children: list[Started] = []
+        self.started = 0
+
+    @property
+    def free(self) -> int:
+        return self.settings.max_parallel - len(self.children)
+
+    def reap(self) -> list[tuple[Started, int]]:
+        """The runs that ended since the last look, with their exit codes."""
+        ended = []
+        for item in list(self.children):
+            code = item.child.poll()
+            if code is not None:
+                self.children.remove(item)
+                ended.append((item, code))
+        return ended
+
+    def start_one(self) -> bool:
+        """Start a run and wait until it took a task (True) or ended (False)."""
+        self.started += 1
+        log_path = self.settings.state / "daemon" / "slot-runs.log"
+        # A slot's run is worker itself, as cron starts it: worker's environment, tokens
+        # included (it keeps them from its agent as any run does).
+        env = dict(os.environ)
+        child = self._launch(self.argv, cwd=self.settings.workspace, env=env, log_path=log_path)
+        item = Started(child, self.started)
+        self.children.append(item)
+        while not self._stopping.is_set() and child.poll() is None:
+            if any(record.pid == child.pid for record in running(self.settings)):
+                item.took = True
+                return True
+            self._stopping.wait(_POLL_S)
+        return False
+
+    def stop_all(self) -> None:
+        """Ask every run to stop, in parallel (each has the grace time to release its task)."""
+        threads = [
+            threading.Thread(target=item.child.stop, args=(self.settings.daemon.stop_grace_s,))
+            for item in self.children
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.children.clear()
+
+
+def run_pool(
+    pool: Pool,
+    stopping: threading.Event,
+    interval_s: float,
+    wake: Callable[[], bool],
+    on_exit: Callable[[int, int], bool],
+    max_runs: int | None = None,
+) -> None:
+    """Keep the slots busy until `stopping`, or until `max_runs` runs started and ended:
+    `on_exit(number, code)` hears of each run that ended and returns False to end the pool
+    (a configuration error): the runs still going are then asked to stop."""
+    due = 0.0  # start a run now
+    while not stopping.is_set():
+        for item, code in pool.reap():
+            if item.took:
+                due = 0.0  # a task ended: a wait it left, or the next task, may be ready
+            if not on_exit(item.number, code):
+                stopping.set()
+        if stopping.is_set():
+            break
+        spent = max_runs is not None and pool.started >= max_runs
+        if spent and not pool.children:
+            return
+        if not spent and pool.free > 0 and (time.monotonic() >= due or wake()):
+            if pool.start_one():
+                continue  # it took a task: another slot may take the next one
+            due = time.monotonic() + interval_s
+        stopping.wait(_POLL_S)
+    pool.stop_all()
