@@ -176,7 +176,8 @@ class Slot:
         if in_place(options, task):
             others = self.others()
             if others:
-                log.info("%s edits the workspace in place: waiting for the other slots", task.id)
+                running = ", ".join(record.task_id for record in others)
+                log.warning("%s edits the workspace in place: it waits for %s", task.id, running)
             self.run_alone()  # held, every one: nothing starts beside it
             if others:
                 codes = (*decision.reason_codes, Reason.IN_PLACE_WAITED)
