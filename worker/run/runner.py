@@ -240,13 +240,8 @@ def _take_and_run(
     by_name = {source.name: source for source in sources}
     orphans, recovered = _recover(settings, store, sources)
     _close_dead_runs(settings, store, modes, run_id)
-    snap = _observe(settings, sources, store, options, run_id, t0)
-    if recovered:
-        snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
-    if orphans:
-        snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.ORPHAN_AGENT_ENDED))
-    if slot is not None:
-        snap = slot.observe(store, snap)
+    notes = [Reason.LEASE_EXPIRED] * bool(recovered) + [Reason.ORPHAN_AGENT_ENDED] * bool(orphans)
+    snap = _observe(settings, sources, store, options, run_id, t0, notes, slot)
     decision, excluded = _decide_and_claim(
         settings, options, modes, store, run_id, snap, by_name, slot
     )
@@ -339,13 +334,18 @@ def _observe(
     options: RunOptions,
     run_id: int,
     t0: float,
+    notes: list[Reason],
+    slot: Slot | None,
 ) -> Snapshot:
-    """The run's snapshot; a failure to take it is recorded as the run's decision."""
+    """The run's snapshot with `notes` (a failure to take it is recorded as the run's
+    decision); in a slot, with the other slots' tasks and the shared limits."""
     try:
-        return take_snapshot(settings, sources, store, options, dry_run=False)
+        snap = take_snapshot(settings, sources, store, options, dry_run=False)
     except Exception as exc:
         _record_error(settings, store, run_id, str(exc), (time.monotonic() - t0) * 1000)
         raise
+    snap = dataclasses.replace(snap, notes=(*snap.notes, *notes))
+    return snap if slot is None else slot.observe(store, snap)
 
 
 def _decide_and_claim(
