@@ -82,8 +82,8 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
     blocked = snap.excluded | turn.ended | snap.others_running
     if _present(snap) & snap.others_running:
         notes.append(Reason.RUNNING_IN_SLOT)
-    full = snap.running is None and bool(snap.held or len(snap.others_running) >= snap.slots)
-    if full:
+    full = bool(snap.held or len(snap.others_running) >= snap.slots)
+    if full and (snap.running is None or turn.running_taken):
         notes.append(snap.held or Reason.SLOTS_FULL)  # the orders still act; nothing starts
     if turn.running_taken and snap.running is not None:
         blocked = blocked | {snap.running.id}  # paused by an order: not chosen again now
