@@ -287,3 +287,50 @@ def test_a_usage_limit_in_one_slot_pauses_every_slot(slots: Slots) -> None:
     calls = (slots.scripts / "msg-1.calls.jsonl").read_text().splitlines()
     assert len(calls) == 1  # the second call was never made
     assert slots.starts()["msg-2"] == 0
+
+
+def _serve(slots: Slots, *args: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "worker", "serve", "--json", "--workspace", str(slots.ws)]
+    proc = subprocess.Popen(
+        [*argv, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    slots.procs.append(proc)
+    return proc
+
+
+def test_serve_keeps_every_slot_busy_and_each_task_runs_once(
+    slots: Slots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`worker serve` with two slots: two tasks run side by side (a `worker run` process per
+    slot), the next start as slots free, and after four runs the four tasks ran once each."""
+    monkeypatch.setenv("WORKER_MAX_PARALLEL", "2")
+    ids = _queue(slots.ws, 4)
+    server = _serve(slots, "--use-worktree", "--max-cycles", "4", "--interval", "60")
+    _wait_for(lambda: len(slots.alive()) == 2, "two agents running")
+    slots.open_gate()
+    out, err = server.communicate()
+    assert server.returncode == 0, err
+    assert json.loads(out)["cycles"] == 4
+    assert slots.most_alive() == 2
+    assert slots.successes() == Counter({msg_id: 1 for msg_id in ids})
+
+
+def test_stopping_serve_stops_every_slots_task_and_gives_it_back(
+    slots: Slots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (Ctrl-C alike) to `worker serve` reaches the run of every slot: each agent is
+    ended, each task released (`stopped`), and the next run takes one of them again."""
+    monkeypatch.setenv("WORKER_MAX_PARALLEL", "2")
+    _queue(slots.ws, 2)
+    server = _serve(slots, "--use-worktree", "--interval", "60")
+    _wait_for(lambda: len(slots.alive()) == 2, "two agents running")
+    server.send_signal(signal.SIGTERM)
+    _, err = server.communicate()
+    assert server.returncode == 0, err
+    assert slots.alive() == []
+    with Store(load_settings(slots.ws).db_path) as store:
+        outcomes = [r[0] for r in store.db.execute("SELECT outcome FROM runs ORDER BY id")]
+    assert outcomes == ["stopped", "stopped"]
+    slots.open_gate()
+    again = json.loads(run_worker(slots.ws, "run", "--json", "--use-worktree").stdout)
+    assert again["outcome"] == "success" and again["task_id"] in ("msg-0", "msg-1")

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import runpy
+import signal
 import sys
 import time
 
@@ -39,6 +40,8 @@ def main() -> int:
         os.environ["FAKE_CLAUDE_SCRIPT"] = own
         os.environ["FAKE_CLAUDE_LOG"] = os.path.join(scripts, f"{task}.calls.jsonl")
     stdin = sys.stdin.read()
+    # Ended by worker (a stop): the end is recorded too, as the process goes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     note("start", task)
     try:
         gate(task)
