@@ -36,8 +36,8 @@ class Started:
 
 
 class Pool:
-    """Up to `max_parallel` runs at once; `step` starts what the slots allow and reaps the
-    runs that ended, returning their (number, exit code)."""
+    """Up to `max_parallel` runs at once: `start` starts one, `look` says which took a task
+    since, `reap` which ended."""
 
     def __init__(
         self,
@@ -58,6 +58,11 @@ class Pool:
     def free(self) -> int:
         return self.settings.max_parallel - len(self.children)
 
+    @property
+    def deciding(self) -> int:
+        """The runs started that have not taken a task yet (nor ended)."""
+        return sum(not item.took for item in self.children)
+
     def reap(self) -> list[tuple[Started, int]]:
         """The runs that ended since the last look, with their exit codes."""
         ended = []
@@ -68,22 +73,26 @@ class Pool:
                 ended.append((item, code))
         return ended
 
-    def start_one(self) -> bool:
-        """Start a run and wait until it took a task (True) or ended (False)."""
+    def look(self) -> bool:
+        """Mark the runs that took a task (their slot's record names their pid); True when
+        one did since the last look."""
+        deciding = [item for item in self.children if not item.took]
+        if not deciding:
+            return False
+        pids = {record.pid for record in running(self.settings)}
+        took = [item for item in deciding if item.child.pid in pids]
+        for item in took:
+            item.took = True
+        return bool(took)
+
+    def start(self) -> None:
         self.started += 1
         log_path = self.settings.state / "daemon" / "slot-runs.log"
         # A slot's run is worker itself, as cron starts it: worker's environment, tokens
         # included (it keeps them from its agent as any run does).
         env = dict(os.environ)
         child = self._launch(self.argv, cwd=self.settings.workspace, env=env, log_path=log_path)
-        item = Started(child, self.started)
-        self.children.append(item)
-        while not self._stopping.is_set() and child.poll() is None:
-            if any(record.pid == child.pid for record in running(self.settings)):
-                item.took = True
-                return True
-            self._stopping.wait(_POLL_S)
-        return False
+        self.children.append(Started(child, self.started))
 
     def stop_all(self) -> None:
         """Ask every run to stop, in parallel (each has the grace time to release its task)."""
@@ -108,12 +117,17 @@ def run_pool(
 ) -> None:
     """Keep the slots busy until `stopping`, or until `max_runs` runs started and ended:
     `on_exit(number, code)` hears of each run that ended and returns False to end the pool
-    (a configuration error): the runs still going are then asked to stop."""
-    due = 0.0  # start a run now
+    (a configuration error): the runs still going are then asked to stop.
+
+    While runs find tasks, two may be deciding at once (the second's start-up overlaps the
+    first's scheduling step); once one finds nothing, one at a time, at each interval."""
+    due, busy = 0.0, False  # start a run now; no task seen yet
     while not stopping.is_set():
+        if pool.look():
+            busy = True
         for item, code in pool.reap():
-            if item.took:
-                due = 0.0  # a task ended: a wait it left, or the next task, may be ready
+            busy = item.took
+            due = 0.0 if item.took else time.monotonic() + interval_s
             if not on_exit(item.number, code):
                 stopping.set()
         if stopping.is_set():
@@ -121,9 +135,9 @@ def run_pool(
         spent = max_runs is not None and pool.started >= max_runs
         if spent and not pool.children:
             return
-        if not spent and pool.free > 0 and (time.monotonic() >= due or wake()):
-            if pool.start_one():
-                continue  # it took a task: another slot may take the next one
-            due = time.monotonic() + interval_s
+        room = pool.free > 0 and pool.deciding < (2 if busy else 1)
+        if not spent and room and (time.monotonic() >= due or wake()):
+            pool.start()
+            continue
         stopping.wait(_POLL_S)
     pool.stop_all()
