@@ -334,3 +334,24 @@ def test_stopping_serve_stops_every_slots_task_and_gives_it_back(
     slots.open_gate()
     again = json.loads(run_worker(slots.ws, "run", "--json", "--use-worktree").stdout)
     assert again["outcome"] == "success" and again["task_id"] in ("msg-0", "msg-1")
+
+
+def test_cancel_reaches_the_slot_that_runs_the_task_and_no_other(slots: Slots) -> None:
+    """Two slots run two tasks; `worker cancel msg-0` ends msg-0's agent in its slot (the task
+    is cancelled), while msg-1 in the other slot goes on to its success."""
+    _queue(slots.ws, 2)
+    procs = [slots.start("--use-worktree") for _ in range(2)]
+    _wait_for(lambda: len(slots.alive()) == 2, "two agents running")
+    cancel = run_worker(slots.ws, "cancel", "msg-0")
+    assert cancel.returncode == 0, cancel.stderr
+    _wait_for(lambda: slots.alive() == ["msg-1"], "msg-0's agent ended")
+    (slots.gate / "msg-1").touch()
+    reports = sorted((json.loads(proc.communicate()[0]) for proc in procs), key=_task)
+    assert [(r["task_id"], r["outcome"]) for r in reports] == [
+        ("msg-0", "cancelled"),
+        ("msg-1", "success"),
+    ]
+
+
+def _task(report: dict[str, object]) -> str:
+    return str(report["task_id"])
