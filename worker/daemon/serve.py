@@ -1,4 +1,5 @@
-"""`worker serve`: the batch cycle in a loop, one run at a time, with health signals.
+"""`worker serve`: the batch cycle in a loop, one run at a time, with health signals; with
+`max_parallel` > 1, a `worker run` process per busy slot instead (worker/daemon/pool.py).
 
 Each cycle calls `worker.run.runner.run_once` (the same lock and decisions as `worker run`), then
 sleeps for `interval_s` or until a new file lands in the inbox. SIGTERM/SIGINT end the loop and
