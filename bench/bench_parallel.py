@@ -19,6 +19,7 @@ start-up (the delay between one slot's agent start and the next's while the slot
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -162,7 +163,7 @@ def parallel_run(root: Path, task_s: float, tasks: int, slots: int) -> dict[str,
     for event in seen:
         alive += 1 if event["event"] == "start" else -1
         most = max(most, alive)
-    gaps = [b - a for a, b in zip(starts[: slots - 1], starts[1:slots], strict=True)]
+    gaps = [b - a for a, b in itertools.pairwise(starts[:slots])]  # while the slots fill
     branches = subprocess.run(
         ["git", "branch", "--list", "worker/*"], cwd=ws, capture_output=True, text=True
     ).stdout.split()
