@@ -355,3 +355,19 @@ def test_cancel_reaches_the_slot_that_runs_the_task_and_no_other(slots: Slots) -
 
 def _task(report: dict[str, object]) -> str:
     return str(report["task_id"])
+
+
+def test_without_the_setting_a_run_holds_the_workspace_for_its_whole_task(
+    slots: Slots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`max_parallel` absent: today's behaviour, one run at a time under the workspace lock (a
+    second run exits 75 while the first one's agent works, even with worktrees); no slot."""
+    monkeypatch.delenv("WORKER_MAX_PARALLEL")
+    _queue(slots.ws, 2)
+    first = slots.start("--use-worktree")
+    _wait_for(lambda: slots.alive() == ["msg-0"], "the first task running")
+    second = run_worker(slots.ws, "run", "--use-worktree")
+    assert second.returncode == 75 and "another worker run holds the lock" in second.stderr
+    slots.open_gate()
+    assert _finish([first]) == [0]
+    assert not (load_settings(slots.ws).state / "slots").exists()
