@@ -25,6 +25,8 @@ from tests.conftest import git, needs_posix, run_worker, write_message
 from tests.test_core_cli import _wait_for
 from worker.config import load_settings
 from worker.state.store import Store
+from worker.web.live import read_running
+from worker.web.views import machines
 
 pytestmark = [pytest.mark.usefixtures("only_the_task"), needs_posix("flock, process groups")]
 
@@ -160,9 +162,7 @@ def test_twelve_overlapping_runs_on_six_tasks_never_run_more_agents_than_slots(
             "three agents running, nine runs ended",
         )
         assert sorted(p.returncode for p in procs if p.poll() is not None) == [75] * 9
-        status = json.loads(run_worker(slots.ws, "status", "--json").stdout)
-        running = sorted(str(run["task_id"]) for run in status["running"])
-        assert running == slots.alive()
+        _seen_together(slots)
         slots.open_gate()
         assert sorted(_finish(procs)) == [0] * 3 + [75] * 9
         slots.close_gate()
@@ -173,6 +173,18 @@ def test_twelve_overlapping_runs_on_six_tasks_never_run_more_agents_than_slots(
     assert slots.successes() == Counter({msg_id: 1 for msg_id in ids})
     branches = git(slots.ws, "branch", "--list", "worker/*").split()
     assert sorted(branches) == sorted(f"worker/{msg_id}" for msg_id in ids)
+
+
+def _seen_together(slots: Slots) -> None:
+    """`status --json`, the dashboard's now and its machines view show every slot's task."""
+    status = json.loads(run_worker(slots.ws, "status", "--json").stdout)
+    assert sorted(str(run["task_id"]) for run in status["running"]) == slots.alive()
+    assert all(run["iteration"] == 1 for run in status["running"])
+    settings = load_settings(slots.ws)
+    now = read_running(settings)
+    assert sorted(str(run["task_id"]) for run in now) == slots.alive()
+    here = next(m for m in machines(settings, now) if m["machine"] == settings.machine_id)
+    assert sorted(here["task"].split(", ")) == slots.alive()
 
 
 def test_a_daily_cap_that_allows_three_tasks_starts_no_task_past_it(

@@ -161,7 +161,7 @@ class Server:
             cycle = Cycle(number, "config_error" if code == ExitCode.CONFIG else outcome, code)
             last[:] = [*last[-9:], cycle]
             self._on_cycle(cycle)
-            health.beat(store, phase="running", cycle=len(last), outcome=cycle.outcome)
+            health.beat(store, phase="running", cycle=number, outcome=cycle.outcome)
             if code == ExitCode.CONFIG:
                 exit_code = int(ExitCode.CONFIG)  # the supervisor must not restart this
                 self._stop_reason = self._stop_reason or "configuration error"
