@@ -383,3 +383,26 @@ def test_without_the_setting_a_run_holds_the_workspace_for_its_whole_task(
     slots.open_gate()
     assert _finish([first]) == [0]
     assert not (load_settings(slots.ws).state / "slots").exists()
+
+
+def test_serve_and_cron_runs_together_share_the_slots_and_run_each_task_once(
+    slots: Slots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`worker serve` and `worker run`s started beside it (a cron line left in place) share
+    the two slots: never more than two agents, each task once; a dry run meanwhile names a
+    task no slot runs."""
+    monkeypatch.setenv("WORKER_MAX_PARALLEL", "2")
+    ids = _queue(slots.ws, 4)
+    runs = [slots.start("--use-worktree") for _ in range(3)]
+    server = _serve(slots, "--use-worktree", "--interval", "60")
+    _wait_for(lambda: len(slots.alive()) == 2, "two agents running")
+    dry = json.loads(run_worker(slots.ws, "run", "--dry-run", "--json").stdout)
+    assert dry["task_id"] not in slots.alive()
+    slots.open_gate()
+    _finish(runs)
+    _wait_for(lambda: sum(slots.successes().values()) == 4, "the four tasks done")
+    server.send_signal(signal.SIGTERM)
+    server.communicate()
+    assert slots.most_alive() == 2
+    assert slots.starts() == Counter({msg_id: 1 for msg_id in ids})
+    assert slots.successes() == Counter({msg_id: 1 for msg_id in ids})

@@ -2,10 +2,10 @@
 
 Each slot's task runs in a process of its own (the same `worker run` cron starts), so that a
 slot killed (kill -9, the OOM killer) loses its task alone, and the next run recovers it as it
-recovers any dead run's (worker/run/slots.py). The pool starts one run at a time: when that
-run took a task (its slot's record names its pid) and a slot is still free, the next starts at
-once; when it found nothing to do (it exited), the pool waits for the interval, a new inbox
-file or a slot that frees. A stop asks every run to stop (SIGTERM: each keeps its work and
+recovers any dead run's (worker/run/slots.py). The pool starts a run; while runs find tasks and
+a slot is free it starts the next at once; when one finds nothing to do (it exited), the pool
+waits for the interval, a new inbox file or a slot that frees (its own run's, or one that a run
+started elsewhere held). A stop asks every run to stop (SIGTERM: each keeps its work and
 releases its task), then insists after `daemon.stop_grace_s`.
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from worker.config import Settings
 from worker.daemon.child import ChildHandle, Launcher, launch
+from worker.errors import ExitCode
 from worker.run.slots import running
 
 log = logging.getLogger(__name__)
@@ -122,14 +123,17 @@ def run_pool(
     While runs find tasks, two may be deciding at once (the second's start-up overlaps the
     first's scheduling step); once one finds nothing, one at a time, at each interval."""
     due, busy = 0.0, False  # start a run now; no task seen yet
+    shut_out = False  # a run found every slot taken by runs started elsewhere (cron)
     while not stopping.is_set():
         if pool.look():
             busy = True
         for item, code in pool.reap():
-            busy = item.took
+            busy, shut_out = item.took, code == ExitCode.LOCKED
             due = 0.0 if item.took else time.monotonic() + interval_s
             if not on_exit(item.number, code):
                 stopping.set()
+        if shut_out and len(running(pool.settings)) < pool.settings.max_parallel:
+            due, shut_out = 0.0, False  # one of them ended: its slot is free
         if stopping.is_set():
             break
         spent = max_runs is not None and pool.started >= max_runs
