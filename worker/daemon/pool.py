@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from worker.config import Settings
 from worker.daemon.child import ChildHandle, Launcher, launch
 from worker.errors import ExitCode
-from worker.run.slots import running
+from worker.state.slot_records import running
 
 log = logging.getLogger(__name__)
 

@@ -94,12 +94,6 @@ def _slot(settings: Settings) -> Slot | None:
 
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
     snap, decision = preview(settings, options)
-    if settings.max_parallel > 1:  # what the other slots run now is not taken again
-        from worker.run.slots import running
-
-        others = frozenset(record.task_id for record in running(settings))
-        snap = dataclasses.replace(snap, others_running=others, slots=settings.max_parallel)
-        decision = decide(snap)
     report = RunReport(
         Outcome.DRY_RUN, reason_codes=list(decision.reason_codes), candidates=decision.candidates
     )

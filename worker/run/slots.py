@@ -34,7 +34,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,11 +44,12 @@ from worker.kernel.model import Decision, Reason, Snapshot
 from worker.models import Task
 from worker.modes import Mode
 from worker.process.locking import held, workspace_lock
-from worker.process.platform.process import same_process, start_time
+from worker.process.platform.process import start_time
 from worker.run.costs import spent_today
 from worker.run.iteration import task_cost_cap
 from worker.state.fsutil import atomic_write_text
 from worker.state.run_report import RunOptions
+from worker.state.slot_records import SlotRecord, folder, running
 from worker.state.store import Store
 from worker.waits.record import save_wait
 from worker.waits.saving import WaitPoint, base_state, usage_reset_at
@@ -68,18 +69,6 @@ def in_place(options: RunOptions, task: Task) -> bool:
     return not options.use_worktree and "pr" not in task.ref
 
 
-@dataclass
-class SlotRecord:
-    """What runs in a slot, written by its holder once it claimed its task."""
-
-    slot: int
-    pid: int
-    started: str  # the process's start time: a pid in use again is not this run
-    run_id: int
-    task_id: str
-    cap_usd: float
-
-
 class Slot:
     """One slot of the workspace for one run: enter takes the workspace lock (waiting for it)
     and a free slot; `release_scheduling` lets the workspace lock go once the task is claimed;
@@ -89,7 +78,7 @@ class Slot:
         self, settings: Settings, stop: threading.Event, wait_s: float = SCHEDULING_WAIT_S
     ):
         self.settings = settings
-        self.folder = settings.state / "slots"
+        self.folder = folder(settings)
         self.index = -1
         self._stop = stop
         self._wait_s = wait_s
@@ -207,20 +196,6 @@ def committed(spent: float, running: list[tuple[float, float]], new_cap: float) 
     """Today's spend, plus what each running task (cap, spent so far) may still spend, plus
     the new task's cap: what today could cost at most once the new task starts."""
     return spent + sum(max(0.0, cap - used) for cap, used in running) + new_cap
-
-
-def running(settings: Settings) -> list[SlotRecord]:
-    """The records of the slots whose run is alive (a killed run's record is left behind)."""
-    records = []
-    for path in sorted((settings.state / "slots").glob("slot-*.json")):
-        try:
-            record = SlotRecord(**json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError) as exc:
-            log.warning("unreadable slot record %s: %s", path.name, exc)
-            continue
-        if same_process(record.pid, record.started):
-            records.append(record)
-    return records
 
 
 def _spent(store: Store, run_id: int) -> float:
