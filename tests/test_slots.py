@@ -180,6 +180,9 @@ def _seen_together(slots: Slots) -> None:
     status = json.loads(run_worker(slots.ws, "status", "--json").stdout)
     assert sorted(str(run["task_id"]) for run in status["running"]) == slots.alive()
     assert all(run["iteration"] == 1 for run in status["running"])
+    text = run_worker(slots.ws, "status").stdout
+    assert "slots: 3 of 3 running a task" in text
+    assert all(f"running: {task}" in text for task in slots.alive())
     settings = load_settings(slots.ws)
     now = read_running(settings)
     assert sorted(str(run["task_id"]) for run in now) == slots.alive()
