@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -76,7 +77,7 @@ class Slot:
 
     def __init__(
         self, settings: Settings, stop: threading.Event, wait_s: float = SCHEDULING_WAIT_S
-    ):
+    ) -> None:
         self.settings = settings
         self.folder = folder(settings)
         self.index = -1
@@ -176,11 +177,9 @@ class Slot:
     def run_alone(self) -> None:
         """Wait for every other slot to end and hold them all (an in-place task); still under
         the workspace lock, so that nothing new starts meanwhile."""
-        for k in range(self.settings.max_parallel):
-            if k != self.index:
-                _wait_for(
-                    self._slots, lambda k=k: held(self._lock_path(k), "busy"), None, self._stop
-                )
+        for path in [self._lock_path(k) for k in range(self.settings.max_parallel)]:
+            if path != self._lock_path(self.index):
+                _wait_for(self._slots, functools.partial(held, path, "busy"), None, self._stop)
 
     def started(self, run_id: int, task: Task) -> None:
         """The task is claimed: its record, for the other slots' scheduling."""
@@ -207,7 +206,7 @@ def _spent(store: Store, run_id: int) -> float:
 
 def _wait_for(
     stack: contextlib.ExitStack,
-    lock: object,
+    lock: Callable[[], contextlib.AbstractContextManager[object]],
     wait_s: float | None,
     stop: threading.Event,
 ) -> None:
@@ -216,7 +215,7 @@ def _wait_for(
     deadline = None if wait_s is None else time.monotonic() + wait_s
     while True:
         try:
-            stack.enter_context(lock())  # type: ignore[operator]
+            stack.enter_context(lock())
             return
         except LockHeld:
             if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
@@ -229,8 +228,9 @@ def share_usage_limit(settings: Settings, store: Store, resets_at: float | None,
     """One slot's agent hit its usage limit: every slot waits for the reset (with one slot,
     only the task that hit it waits, as before)."""
     if settings.max_parallel > 1:
-        until = usage_reset_at(settings, resets_at, hits)
-        store.put(USAGE_LIMIT_KEY, str(until.timestamp()))
+        until = usage_reset_at(settings, resets_at, hits).timestamp()
+        known = usage_limit_until(settings, store)  # the latest reset holds
+        store.put(USAGE_LIMIT_KEY, str(max(until, known.timestamp() if known else 0.0)))
 
 
 def usage_limit_until(settings: Settings, store: Store) -> datetime | None:
