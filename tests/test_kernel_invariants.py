@@ -63,6 +63,9 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
         forced=draw(st.one_of(st.none(), IDS.map(task))),
         running=draw(st.one_of(st.none(), IDS.map(task))),
         excluded=frozenset(draw(st.lists(IDS, max_size=2))),
+        others_running=frozenset(draw(st.lists(IDS, max_size=3))),  # max_parallel's slots
+        slots=draw(st.integers(1, 4)),
+        held=draw(st.sampled_from([None, "DAILY_CAP_HELD", "USAGE_LIMIT_HELD"])),
         paused=frozenset(draw(st.lists(st.one_of(IDS, st.just("*")), max_size=2))),
         controls=controls,
         stale=tuple(

@@ -117,3 +117,30 @@ def test_a_lock_file_that_cannot_be_opened_is_an_os_error_not_a_held_lock(
     with pytest.raises(OSError) as caught, held(tmp_path / "missing" / "x.lock", "busy"):
         pass
     assert not isinstance(caught.value, LockHeld)
+
+
+def test_a_lock_taken_in_turn_waits_for_its_holder_and_is_then_held(tmp_path: Path) -> None:
+    """`held_in_turn` (the reviewers between slots' tasks) waits while another process holds
+    the lock, rather than failing, and holds it once that process lets it go."""
+    import threading
+
+    from worker.process.locking import held_in_turn
+
+    path = tmp_path / "review.lock"
+    proc = _holder(path)
+    entered, leave = threading.Event(), threading.Event()
+
+    def take() -> None:
+        with held_in_turn(path, poll_s=0.01):
+            entered.set()
+            leave.wait()
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    assert not entered.wait(0.3)  # still waiting for the holder
+    proc.communicate("")
+    assert entered.wait(60)
+    with pytest.raises(LockHeld), held(path, "busy"):
+        pass
+    leave.set()
+    thread.join()

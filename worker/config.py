@@ -143,6 +143,9 @@ class Settings(BaseModel):
     task_cost_cap_usd: PositiveFloat = 3.0
     # This machine's spend per UTC day (agents and reviewers); reached, tasks wait for the next.
     daily_cost_cap_usd: PositiveFloat | None = None
+    # Tasks at once in this workspace, each in a slot of its own (worker/run/slots.py); 1 is
+    # one run at a time under the workspace lock.
+    max_parallel: PositiveInt = 1
     output_cap_bytes: int = Field(2_000_000, gt=1000)
     # Each section, and each model in it, is validated as a part of this model, defaults too
     # (`{}`, validated): a command builds this one validator as it starts, and a section's

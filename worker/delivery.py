@@ -7,7 +7,8 @@ worked on in place.
 `worker run --use-worktree` still moves in-place work to a worktree, for one run.
 """
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -39,6 +40,14 @@ def delivery_of(settings: "Settings", source: str, use_worktree: bool = False) -
 
 def in_worktree(delivery: Delivery) -> bool:
     return delivery != IN_PLACE
+
+
+def task_in_worktree(
+    settings: "Settings", source: str, ref: Mapping[str, Any], use_worktree: bool = False
+) -> bool:
+    """Whether a task works in a worktree of its own: its source's delivery says so, or it
+    follows its pull request (whose branch it works on again). Else it edits the checkout."""
+    return in_worktree(delivery_of(settings, source, use_worktree)) or "pr" in ref
 
 
 def deliveries(settings: "Settings", use_worktree: bool = False) -> dict[str, Delivery]:

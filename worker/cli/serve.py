@@ -30,6 +30,10 @@ def serve_command(
     max_cycles: Annotated[
         int | None, typer.Option("--max-cycles", min=1, help="Stop after this many runs.")
     ] = None,
+    use_worktree: Annotated[
+        bool,
+        typer.Option("--use-worktree", help="Work in a git worktree on branch worker/<task-id>."),
+    ] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No banner and no progress lines.")
     ] = False,
@@ -55,7 +59,7 @@ def serve_command(
         report = serve(
             settings,
             max_cycles=max_cycles,
-            make_options=lambda: RunOptions(progress=progress),
+            make_options=lambda: RunOptions(progress=progress, use_worktree=use_worktree),
             on_cycle=lambda cycle: _print_cycle(progress, cycle, settings, max_cycles),
         )
     finally:

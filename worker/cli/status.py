@@ -112,6 +112,9 @@ def _render(data: dict[str, Any]) -> None:
 
 def _running(data: dict[str, Any]) -> None:
     last = data["last_run"]
+    if data["max_parallel"] > 1:
+        busy = sum(1 for run in data["running"] if run["task_id"])
+        ui.line(f"slots: {busy} of {data['max_parallel']} running a task")
     if not data["running"]:
         ui.line(
             f"running: nothing (last run #{last['id']} {moment(last['started_at'])}: "

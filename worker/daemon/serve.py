@@ -1,4 +1,5 @@
-"""`worker serve`: the batch cycle in a loop, one run at a time, with health signals.
+"""`worker serve`: the batch cycle in a loop, one run at a time, with health signals; with
+`max_parallel` > 1, a `worker run` process per busy slot instead (worker/daemon/pool.py).
 
 Each cycle calls `worker.run.runner.run_once` (the same lock and decisions as `worker run`), then
 sleeps for `interval_s` or until a new file lands in the inbox. SIGTERM/SIGINT end the loop and
@@ -98,6 +99,8 @@ class Server:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> ServeReport:
+        if self.settings.max_parallel > 1:
+            return self._run_slots()
         state = self.settings.state
         store = Store(self.settings.db_path)
         beat = health.Heartbeat(
@@ -135,6 +138,50 @@ class Server:
             health.mark_stopped(store, state, self._stop_reason or "crashed")
             store.close()
         return ServeReport(cycles, exit_code, self._stop_reason, last)
+
+    def _run_slots(self) -> ServeReport:
+        """`max_parallel` > 1: a `worker run` process per busy slot (worker/daemon/pool.py)."""
+        from worker.daemon.pool import Pool, run_pool
+
+        store = Store(self.settings.db_path)
+        beat = health.Heartbeat(
+            lambda: Store(self.settings.db_path), self.d.heartbeat_s, lambda: self._phase
+        )
+        options = self._make_options()
+        run_args = ["--use-worktree"] if getattr(options, "use_worktree", False) else []
+        pool = Pool(self.settings, run_args, self._stopping)
+        watch = InboxWatch(self.settings.inbox)
+        watch.prime()
+        last: list[Cycle] = []
+        exit_code = int(ExitCode.OK)
+
+        def on_exit(number: int, code: int) -> bool:
+            nonlocal exit_code
+            outcome = {0: "done", int(ExitCode.LOCKED): "locked"}.get(code, "error")
+            cycle = Cycle(number, "config_error" if code == ExitCode.CONFIG else outcome, code)
+            last[:] = [*last[-9:], cycle]
+            self._on_cycle(cycle)
+            health.beat(store, phase="running", cycle=number, outcome=cycle.outcome)
+            if code == ExitCode.CONFIG:
+                exit_code = int(ExitCode.CONFIG)  # the supervisor must not restart this
+                self._stop_reason = self._stop_reason or "configuration error"
+                return False
+            return True
+
+        try:
+            health.mark_ready(store, self.settings.state)
+            beat.start()
+            self._phase = "running"
+            wake = watch.has_new_files
+            run_pool(pool, self._stopping, self.d.interval_s, wake, on_exit, self._max_cycles)
+            if not self._stopping.is_set():
+                self._stop_reason = self._stop_reason or f"max cycles ({pool.started})"
+        finally:
+            self._phase = "stopping"
+            beat.stop()
+            health.mark_stopped(store, self.settings.state, self._stop_reason or "crashed")
+            store.close()
+        return ServeReport(pool.started, exit_code, self._stop_reason, last)
 
     def _one_cycle(self, number: int) -> tuple[Cycle, float]:
         try:

@@ -79,7 +79,12 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
         notes.append(Reason.SOURCE_ERROR)
     if snap.excluded:
         notes.append(Reason.CLAIM_LOST)
-    blocked = snap.excluded | turn.ended
+    blocked = snap.excluded | turn.ended | snap.others_running
+    if _present(snap) & snap.others_running:
+        notes.append(Reason.RUNNING_IN_SLOT)
+    full = bool(snap.held or len(snap.others_running) >= snap.slots)
+    if full and (snap.running is None or turn.running_taken):
+        notes.append(snap.held or Reason.SLOTS_FULL)  # the orders still act; nothing starts
     if turn.running_taken and snap.running is not None:
         blocked = blocked | {snap.running.id}  # paused by an order: not chosen again now
     control_ids = {o.id for o in snap.controls}
@@ -89,7 +94,7 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
         chosen = (snap.running, snap.running.source, Priority.HARD_BLOCKER, None, None)
     elif halted:
         notes.append(Reason.HALTED)
-    elif snap.forced is not None and snap.forced.id not in blocked | turn.paused_now:
+    elif not full and snap.forced is not None and snap.forced.id not in blocked | turn.paused_now:
         chosen = (
             snap.forced,
             snap.forced.source,
@@ -97,6 +102,7 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
             Reason.TASK_ID_REQUESTED,
             None,
         )
+    halted = halted or full
     queued: list[PlanEntry] = []
     paused_entries: list[PlanEntry] = []
     eligible_ready = [w for w in ready if w.task.id not in paused]
@@ -140,6 +146,12 @@ def _choose(snap: Snapshot, turn: Turn, paused: set[str], halted: bool) -> Decis
     turn.clean({chosen[0].id} if chosen else set())
     turn.replies()
     return _decision(snap, turn, chosen, notes, candidates, queued, paused_entries)
+
+
+def _present(snap: Snapshot) -> set[str]:
+    """The ids of the candidates: ready waits and listed tasks."""
+    ids = {w.task.id for w in snap.ready_waits}
+    return ids | {t.id for listing in snap.listings for t in listing.tasks}
 
 
 def _ready(snap: Snapshot, turn: Turn, blocked: frozenset[str] | set[str]) -> list[ReadyWait]:

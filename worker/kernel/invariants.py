@@ -37,6 +37,7 @@ def check(snapshot: Snapshot, decision: Decision) -> None:
     _ready_waits_first(snapshot, decision, orders)
     _priority(snapshot, decision, orders)
     _plan(decision)
+    _slots(snapshot, decision)
     _work_kept(decision)
     _closed_reason_codes(decision)
 
@@ -102,7 +103,7 @@ def _ready_waits_first(snapshot: Snapshot, decision: Decision, orders: list[Cont
         and snapshot.forced is None
         and snapshot.running is None
         and any(
-            w.task.id not in snapshot.excluded
+            w.task.id not in snapshot.excluded | snapshot.others_running
             and w.task.id not in snapshot.paused
             and not _ended(orders, w.task.id)
             for w in snapshot.ready_waits
@@ -123,7 +124,7 @@ def _priority(snapshot: Snapshot, decision: Decision, orders: list[ControlOrder]
     for listing in snapshot.listings:
         better = kind_of_source(listing.source).priority
         if better < decision.priority and any(
-            t.id not in snapshot.excluded
+            t.id not in snapshot.excluded | snapshot.others_running
             and t.id not in snapshot.paused
             and t.id not in controls
             and not _ended(orders, t.id)
@@ -145,6 +146,20 @@ def _plan(decision: Decision) -> None:
     for entry in decision.paused:
         if not entry.resume_brief or entry.last_active_at is None:
             _fail("resume brief", f"paused flow {entry.task_id} lacks a brief or last_active_at")
+
+
+def _slots(snapshot: Snapshot, decision: Decision) -> None:
+    """At most `slots` tasks at once: a task another slot runs is never chosen again, and no
+    new task starts while every slot is busy or a shared limit holds new tasks back."""
+    chosen = _chosen(decision)
+    if chosen is None or (snapshot.running is not None and chosen == snapshot.running.id):
+        return
+    if chosen in snapshot.others_running:
+        _fail("one slot per task", f"{chosen} chosen while another slot runs it")
+    if len(snapshot.others_running) >= snapshot.slots:
+        _fail("at most max_parallel", f"{chosen} chosen with {snapshot.slots} slots busy")
+    if snapshot.held is not None:
+        _fail("shared limits", f"{chosen} chosen while {snapshot.held} holds new tasks back")
 
 
 def _work_kept(decision: Decision) -> None:

@@ -66,6 +66,12 @@ class Reason(StrEnum):
     # replies to waiting tasks
     REPLY_INTERPRETED = "REPLY_INTERPRETED"
     CLARIFICATION_ASKED = "CLARIFICATION_ASKED"
+    # slots (`max_parallel`): several tasks at once
+    RUNNING_IN_SLOT = "RUNNING_IN_SLOT"  # a candidate runs in another slot; passed over
+    SLOTS_FULL = "SLOTS_FULL"  # every slot runs a task: nothing new starts
+    DAILY_CAP_HELD = "DAILY_CAP_HELD"  # the running tasks at their caps would pass the daily cap
+    USAGE_LIMIT_HELD = "USAGE_LIMIT_HELD"  # a slot's agent hit its usage limit: all slots wait
+    IN_PLACE_WAITED = "IN_PLACE_WAITED"  # a task edits in place: it waited to run alone
 
 
 class Order(StrEnum):
@@ -174,6 +180,11 @@ class Snapshot:
     # the kernel's own observations
     controls: tuple[ControlOrder, ...] = ()
     running: Task | None = None  # a task running now (the stop watcher's view)
+    # Slots (`max_parallel`): the tasks other slots run now, how many may run at once, and the
+    # shared limit (a Reason) that holds every new task back for now.
+    others_running: frozenset[str] = frozenset()
+    slots: int = 1
+    held: str | None = None
     waiting: tuple[WaitingFlow, ...] = ()  # wait states not ready (paused flows)
     paused: frozenset[str] = frozenset()  # task ids paused by an order (or `*`)
     stale: tuple[StaleItem, ...] = ()

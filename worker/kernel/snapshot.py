@@ -7,6 +7,7 @@ queue per source), which must show what a run would do without claiming, writing
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from worker.config import Settings
@@ -83,6 +84,11 @@ def preview(settings: Settings, options: RunOptions | None = None) -> tuple[Snap
         settings, None, dry_run=True, fallback_last_run=float(last_run) if last_run else None
     )
     snap = take_snapshot(settings, sources, None, options or RunOptions(), dry_run=True)
+    if settings.max_parallel > 1:  # what the other slots run now is not taken again
+        from worker.state.slot_records import running  # psutil: only with slots
+
+        others = frozenset(record.task_id for record in running(settings))
+        snap = dataclasses.replace(snap, others_running=others, slots=settings.max_parallel)
     return snap, decide(snap)
 
 

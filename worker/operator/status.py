@@ -38,6 +38,7 @@ def _status(settings: Settings, with_queue: bool, check: bool) -> dict[str, Any]
     data = integrity_status(settings, check=check)
     data.update(running=[], failures=[], spent_today_usd=0.0, unsent=0)
     data["daily_cost_cap_usd"] = settings.daily_cost_cap_usd
+    data["max_parallel"] = settings.max_parallel  # slots: tasks at once
     data["queue"], data["inbox_odd"] = queue_depth(settings) if with_queue else (None, [])
     # Maintenance's set-up problem, told in words while maintenance is on.
     known = load_problem(settings, None) if settings.fallback.enabled is not False else None

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,6 +68,21 @@ def held(path: Path, busy: str) -> Iterator[None]:
             _unlock(fd)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def held_in_turn(path: Path, poll_s: float = 0.1) -> Iterator[None]:
+    """Hold the OS lock of `path` for the block, waiting while another process holds it: work
+    that slots (`max_parallel`) must do one at a time, such as the reviewers between tasks."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        while True:
+            try:
+                stack.enter_context(held(path, "busy"))
+                break
+            except LockHeld:
+                time.sleep(poll_s)
+        yield
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from worker.config import Settings
 from worker.models import Outcome, Task, TaskResult
+from worker.process.locking import held_in_turn
 from worker.review import db
 from worker.review import directives as queue
 from worker.review.changes import task_changes
@@ -96,7 +97,10 @@ def after_task(settings: Settings, store: Store, result: TaskResult) -> None:
     if not settings.review.enabled or result.outcome not in FINISHED:
         return
     try:
-        process_task(settings, store, result)
+        # Slots (`max_parallel`) end tasks at once: one records its task and runs the
+        # reviewers due at a time, so that two never run the same reviewers twice.
+        with held_in_turn(settings.state / "review.lock"):
+            process_task(settings, store, result)
     except Exception:
         log.warning(
             "reviewers: after task %s failed (the tasks go on)", result.task.id, exc_info=True

@@ -44,6 +44,7 @@ from worker.run.iteration import (
     verify_checks,
 )
 from worker.run.prompt import PromptParts, build_prompt
+from worker.run.slots import share_usage_limit, shared_usage_wait
 from worker.sandbox import cli_home
 from worker.state.store import Store
 from worker.supervision.protocol import IterationView, NullSupervisor, TaskSupervisor
@@ -232,6 +233,10 @@ class _TaskRun:
             return self.finish(
                 Outcome.FAILURE, f"the task's cost cap (${cost_cap:.2f}) was reached", "COST_CAP"
             )
+        shared = shared_usage_wait(self.settings, self.ctx.store, self.wait_point)
+        if shared is not None:  # another slot's agent hit the usage limit
+            self.result.wait_state = shared
+            return self.finish(Outcome.WAITING, "agent usage limit reached", "USAGE_LIMIT")
         spent = daily_cap_reached(self.settings, self.ctx.store)
         if spent is not None:
             self.result.wait_state = save_budget_wait(self.settings, self.wait_point(""), spent)
@@ -336,6 +341,8 @@ class _TaskRun:
                 return self.finish(end.outcome, end.reason, end.code)
         if agent.usage_limit_hit or (agent.infra and agent.infra.kind is InfraKind.USAGE_LIMIT):
             self.ctx.progress.stop(f"{label}: usage limit reached; waiting for the reset")
+            limit = (agent.rate_limited_until, start.usage_limit_hits)
+            share_usage_limit(self.settings, self.ctx.store, *limit)  # every slot waits
             result.wait_state = save_usage_wait(
                 self.settings,
                 self.wait_point(agent.final_text),

@@ -34,6 +34,7 @@ from worker.state.store import Store
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
+    from worker.run.slots import Slot
 
 __all__ = ["RunOptions", "RunReport", "preview", "request_stop", "run_once"]
 
@@ -71,19 +72,30 @@ def run_once(settings: Settings, options: RunOptions | None = None) -> RunReport
         from worker.process.workspace_git import ensure_repo
 
         ensure_repo(settings.workspace)
+    # One run at a time under the workspace lock; or, with `max_parallel`, a slot for this
+    # run's task and the workspace lock for its scheduling step only.
+    slot = _slot(settings)
     with (
-        workspace_lock(settings),
+        slot or workspace_lock(settings),
         Store(settings.db_path) as store,
         fleet_session(settings, store),
     ):
         try:
             with around_run(settings) as ended:  # the heartbeat's pings, if one is set
-                report = _run(settings, options, modes, store)
+                report = _run(settings, options, modes, store, slot)
                 ended(report)
             retention.after_run(settings, store)  # at most once a day
             return report
         finally:
             _STOP.clear()  # a stop asked just before the run still stops it
+
+
+def _slot(settings: Settings) -> Slot | None:
+    if settings.max_parallel == 1:
+        return None  # today's run: the workspace lock for the whole run
+    from worker.run.slots import Slot  # psutil: not for a dry run
+
+    return Slot(settings, _STOP)
 
 
 def _dry_run(settings: Settings, options: RunOptions, modes: ModeSet) -> RunReport:
@@ -169,13 +181,15 @@ def _pick_mode(decision: Decision, options: RunOptions, modes: ModeSet) -> tuple
     return modes.detect(decision.task)
 
 
-def _run(settings: Settings, options: RunOptions, modes: ModeSet, store: Store) -> RunReport:
+def _run(
+    settings: Settings, options: RunOptions, modes: ModeSet, store: Store, slot: Slot | None
+) -> RunReport:
     t0 = time.monotonic()
     run_id = store.start_run(settings.machine_id, os.getpid())
     taken: list[Decision] = []  # the decision whose task was claimed, once there is one
     try:
         with run_diagnostics(settings.logs / f"run-{run_id}" / "worker.log"):
-            return _take_and_run(settings, options, modes, store, run_id, t0, taken)
+            return _take_and_run(settings, options, modes, store, run_id, t0, taken, slot)
     except BaseException as exc:
         _record_abort(store, run_id, taken, exc, time.monotonic() - t0)
         raise
@@ -219,6 +233,7 @@ def _take_and_run(
     run_id: int,
     t0: float,
     taken: list[Decision],
+    slot: Slot | None = None,
 ) -> RunReport:
     from worker.operator.notify.events import on_run_start
     from worker.state import retention  # see run_once
@@ -234,12 +249,11 @@ def _take_and_run(
     by_name = {source.name: source for source in sources}
     orphans, recovered = _recover(settings, store, sources)
     _close_dead_runs(settings, store, modes, run_id)
-    snap = _observe(settings, sources, store, options, run_id, t0)
-    if recovered:
-        snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.LEASE_EXPIRED))
-    if orphans:
-        snap = dataclasses.replace(snap, notes=(*snap.notes, Reason.ORPHAN_AGENT_ENDED))
-    decision, excluded = _decide_and_claim(settings, options, modes, store, run_id, snap, by_name)
+    notes = [Reason.LEASE_EXPIRED] * bool(recovered) + [Reason.ORPHAN_AGENT_ENDED] * bool(orphans)
+    snap = _observe(settings, sources, store, options, run_id, t0, notes, slot)
+    decision, excluded = _decide_and_claim(
+        settings, options, modes, store, run_id, snap, by_name, slot
+    )
     if decision.task is not None:
         taken.append(decision)
     from worker.kernel.effects import apply as apply_kernel
@@ -270,6 +284,8 @@ def _take_and_run(
             },
         ),
     )
+    if slot is not None:
+        slot.release_scheduling()  # claimed and recorded: the next run may schedule
     report = RunReport(
         Outcome.IDLE,
         run_id=run_id,
@@ -368,13 +384,18 @@ def _observe(
     options: RunOptions,
     run_id: int,
     t0: float,
+    notes: list[Reason],
+    slot: Slot | None,
 ) -> Snapshot:
-    """The run's snapshot; a failure to take it is recorded as the run's decision."""
+    """The run's snapshot with `notes` (a failure to take it is recorded as the run's
+    decision); in a slot, with the other slots' tasks and the shared limits."""
     try:
-        return take_snapshot(settings, sources, store, options, dry_run=False)
+        snap = take_snapshot(settings, sources, store, options, dry_run=False)
     except Exception as exc:
         _record_error(settings, store, run_id, str(exc), (time.monotonic() - t0) * 1000)
         raise
+    snap = dataclasses.replace(snap, notes=(*snap.notes, *notes))
+    return snap if slot is None else slot.observe(store, snap)
 
 
 def _decide_and_claim(
@@ -385,18 +406,29 @@ def _decide_and_claim(
     run_id: int,
     snap: Snapshot,
     by_name: dict[str, TaskSource],
+    slot: Slot | None = None,
 ) -> tuple[Decision, set[str]]:
     """Decide, and claim the chosen task; a task another run claimed first is left out and
-    the decision taken again. Returns the decision and the ids left out."""
+    the decision taken again. Returns the decision and the ids left out. In a slot, a shared
+    limit may hold the task back (the decision is then taken again with nothing to start)."""
     excluded: set[str] = set()
     while True:
         decision = decide(dataclasses.replace(snap, excluded=frozenset(excluded)))
-        if decision.task is not None:
-            mode = modes.get(_pick_mode(decision, options, modes)[0])
-            _preflight(settings, store, run_id, mode, decision.task.source, options.use_worktree)
-        if decision.task is None or _claim(decision, by_name, store, settings, run_id):
+        task = decision.task
+        if task is None:
             return decision, excluded
-        excluded.add(decision.task.id)
+        mode = modes.get(_pick_mode(decision, options, modes)[0])
+        _preflight(settings, store, run_id, mode, task.source, options.use_worktree)
+        if slot is not None:
+            decision, held = slot.admit(store, options, decision, mode)
+            if held is not None:
+                snap = dataclasses.replace(snap, held=held)
+                return decide(dataclasses.replace(snap, excluded=frozenset(excluded))), excluded
+        if _claim(decision, by_name, store, settings, run_id):
+            if slot is not None:
+                slot.started(run_id, task)
+            return decision, excluded
+        excluded.add(task.id)
 
 
 def _finish_task(

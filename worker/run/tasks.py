@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from worker.config import Settings
-from worker.delivery import delivery_of, in_worktree
+from worker.delivery import task_in_worktree
 from worker.kernel.scheduling import Decision
 from worker.kernel.watcher import StopWatcher
 from worker.models import Outcome, Task, TaskResult
@@ -71,7 +71,7 @@ def execute(
     cwd, branch = settings.workspace, None
     # Delivered on a branch (`[github] delivery`, `--use-worktree`), never in the operator's
     # checkout; a task that follows its pull request works on the pull request's branch again.
-    if in_worktree(delivery_of(settings, task.source, options.use_worktree)) or "pr" in task.ref:
+    if task_in_worktree(settings, task.source, task.ref, options.use_worktree):
         cwd, branch = create_worktree(settings.workspace, settings.state / "worktrees", task.id)
     if decision.wait is not None and "pr" in task.ref:
         start.resume_answer = _base_brought_in(settings, task, cwd, branch, start.resume_answer)

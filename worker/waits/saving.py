@@ -104,15 +104,19 @@ def save_agent_wait(
     return save_wait(settings, state), codes
 
 
+def usage_reset_at(settings: Settings, resets_at: float | None, hits: int) -> datetime:
+    """When a task that hit its usage limit (`hits` times before) tries again."""
+    if resets_at:
+        return datetime.fromtimestamp(resets_at + settings.waits.usage_limit_margin_s, UTC)
+    backoff = USAGE_LIMIT_BACKOFF_S[min(hits, len(USAGE_LIMIT_BACKOFF_S) - 1)]
+    return datetime.now(UTC) + timedelta(seconds=backoff)
+
+
 def save_usage_wait(
     settings: Settings, point: WaitPoint, resets_at: float | None, hits: int
 ) -> Path:
     """A usage limit: a timed wait until the reset plus a margin, or a growing backoff."""
-    if resets_at:
-        at = datetime.fromtimestamp(resets_at + settings.waits.usage_limit_margin_s, UTC)
-    else:
-        backoff = USAGE_LIMIT_BACKOFF_S[min(hits, len(USAGE_LIMIT_BACKOFF_S) - 1)]
-        at = datetime.now(UTC) + timedelta(seconds=backoff)
+    at = usage_reset_at(settings, resets_at, hits)
     state = base_state(settings, point, "time", at)
     state.reason = "agent usage limit reached"
     state.wait_for = f"usage limit reset at {at.isoformat()}"

@@ -81,7 +81,8 @@ def machines(settings: Settings, running: list[dict[str, Any]]) -> list[dict[str
         here = {"machine": settings.machine_id, "health": None, "stale": False, "error": None}
         rows.insert(0, here)
     if own:
-        here.update(state="running", task=own[0]["task_id"], age_s=own[0]["heartbeat_age_s"])
+        tasks = ", ".join(str(r["task_id"] or "(choosing a task)") for r in own)  # each slot's
+        here.update(state="running", task=tasks, age_s=own[0]["heartbeat_age_s"])
     elif "state" not in here:
         here.update(state="idle", age_s=None)
     return rows
