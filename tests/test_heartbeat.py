@@ -44,13 +44,26 @@ def pings() -> Iterator[tuple[str, list[tuple[str, str, dict[str, str], str]]]]:
     server.server_close()
 
 
-def test_an_idle_run_pings_start_then_the_url_with_one_run_id(
+def test_an_idle_run_pings_the_url_once(
     workspace: Path, pings: tuple[str, list[tuple[str, str, dict[str, str], str]]]
 ) -> None:
-    """A run with nothing to do still says it ran: `/start`, then the URL itself (success),
-    both with the same `rid`; a second run is one more pair. Nothing else is sent."""
+    """A run with nothing to do still says it ran: one request per run, to the URL itself
+    (success), with the run's outcome in its body; nothing else is sent."""
     url, seen = pings
     env = {"WORKER_NOTIFY__HEARTBEAT_URL": url}
+    assert run_worker(workspace, "run", env=env).returncode == 0
+    assert run_worker(workspace, "run", env=env).returncode == 0
+    assert [(m, p) for m, p, _, _ in seen] == [("POST", "/ping/check-key")] * 2
+    assert "idle" in seen[0][3] and seen[0][2]["rid"] != seen[1][2]["rid"]
+
+
+def test_with_heartbeat_start_a_run_pings_start_then_the_url_with_one_run_id(
+    workspace: Path, pings: tuple[str, list[tuple[str, str, dict[str, str], str]]]
+) -> None:
+    """With `heartbeat_start`: `/start`, then the URL itself (success), both with the same
+    `rid`; a second run is one more pair. Nothing else is sent."""
+    url, seen = pings
+    env = {"WORKER_NOTIFY__HEARTBEAT_URL": url, "WORKER_NOTIFY__HEARTBEAT_START": "true"}
     assert run_worker(workspace, "run", env=env).returncode == 0
     assert [(m, p) for m, p, _, _ in seen] == [
         ("POST", "/ping/check-key/start"),
@@ -77,8 +90,8 @@ def test_a_failed_task_pings_fail_and_a_dry_run_pings_nothing(
     assert seen == []
     fake_claude.answers({"status": "failure", "reason": "cannot be done"})
     assert run_worker(workspace, "run", env=env).returncode == 1
-    assert [p for _, p, _, _ in seen] == ["/ping/check-key/start", "/ping/check-key/fail"]
-    assert "failure" in seen[1][3] and "exit 1" in seen[1][3]
+    assert [p for _, p, _, _ in seen] == ["/ping/check-key/fail"]
+    assert "failure" in seen[0][3] and "exit 1" in seen[0][3]
 
 
 def test_doctor_shows_the_last_ping_and_an_unreachable_url_never_fails_the_run(

@@ -161,7 +161,10 @@ def test_twelve_overlapping_runs_on_six_tasks_never_run_more_agents_than_slots(
             ),
             "three agents running, nine runs ended",
         )
-        assert sorted(p.returncode for p in procs if p.poll() is not None) == [75] * 9
+        ended = [p for p in procs if p.poll() is not None]
+        assert sorted(p.returncode for p in ended) == [75] * 9, [
+            p.communicate()[1][-2000:] for p in ended if p.returncode != 75
+        ]
         _seen_together(slots)
         slots.open_gate()
         assert sorted(_finish(procs)) == [0] * 3 + [75] * 9

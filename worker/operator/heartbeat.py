@@ -1,9 +1,10 @@
 """The heartbeat: a dead-man's switch that tells the operator when the schedule stops.
 
-With `[notify] heartbeat_url` set, every run (an idle one too) pings it at its end, the URL
-itself after a run that did its work and `<url>/fail` after one that failed, and `<url>/start`
-when it starts, with one `rid` for both: healthchecks.io's convention, which Cronitor and
-Uptime Kuma's push monitors take too. A service that hears nothing for longer than the
+With `[notify] heartbeat_url` set, every run (an idle one too) pings it once, at its end: the
+URL itself after a run that did its work and `<url>/fail` after one that failed; with
+`heartbeat_start` also `<url>/start` when it starts, with one `rid` for both (so the service
+times each run): healthchecks.io's convention, which Cronitor and Uptime Kuma's push monitors
+take too. A service that hears nothing for longer than the
 schedule's period says so. A ping never holds a run up for more than `TIMEOUT_S` (it is left
 unanswered after that), and a failed one is logged, never raised. The last ping is kept in
 `<state>/heartbeat.json` for `worker doctor`.
@@ -114,10 +115,12 @@ class Heartbeat:
 
 @contextlib.contextmanager
 def around_run(settings: Settings) -> Iterator[Callable[[RunReport], None]]:
-    """`/start` now; at the end the URL, or `/fail` after a failed run (its exit code not 0)
-    or one that raised. The block hands its report to the function it is given."""
+    """`/start` now (with `heartbeat_start`); at the end the URL, or `/fail` after a failed run
+    (its exit code not 0) or one that raised. The block hands its report to the function it is
+    given."""
     beat = Heartbeat(settings)
-    beat.ping(Ping.START)
+    if settings.notify.heartbeat_start:
+        beat.ping(Ping.START)
     reports: list[RunReport] = []
     try:
         yield reports.append

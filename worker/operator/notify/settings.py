@@ -50,9 +50,11 @@ class NotifySettings(BaseModel):
     events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS))
     telegram: TelegramSettings = Field(default_factory=dict, validate_default=True)
     webhook: WebhookSettings = Field(default_factory=dict, validate_default=True)
-    # A dead-man's switch (healthchecks.io, Cronitor, Uptime Kuma push): pinged at the end of
-    # every run, `/fail` on failure, `/start` at its start (worker/operator/heartbeat.py).
+    # A dead-man's switch (healthchecks.io, Cronitor, Uptime Kuma push): pinged once at the end
+    # of every run, `/fail` on failure; `/start` at its start too with heartbeat_start, which
+    # lets healthchecks.io time each run (worker/operator/heartbeat.py).
     heartbeat_url: str | None = Field(None, pattern=r"^https?://")
+    heartbeat_start: bool = False
     send_timeout_s: PositiveFloat = 10.0
     max_attempts: int = Field(20, ge=1)  # then the notification is given up (still listed)
 
