@@ -24,6 +24,7 @@ from tests.test_github_delivery import (  # the delivery's set-ups: a project, i
     _open,
     _repo,
     _run,
+    _wait_due,
 )
 from worker.cli.app import app
 from worker.config import load_settings
@@ -95,10 +96,33 @@ def test_a_task_that_failed_leaves_no_folder(
     assert (load_settings(ws).state / cli_home.FOLDER).is_dir()  # made, then emptied
 
 
-def _wait_due(ws: Path) -> None:
-    with Store(load_settings(ws).db_path) as store:
-        store.db.execute("UPDATE wait_checks SET checked_at = 0")
-        store.db.commit()
+def test_worker_cancel_of_the_waiting_task_removes_its_folder(
+    tmp_path: Path, server: FakeGitHub, fake_claude: FakeAgent, cli: CliRunner
+) -> None:
+    """`worker cancel` while the task waits on its open pull request: the run that carries
+    the order out ends the task cancelled and removes its folder."""
+    ws = _repo(tmp_path, server)
+    _open(ws, server, fake_claude)
+    own = cli_home.folder_for(load_settings(ws).state, TASK)
+    assert own.is_dir()
+    cancelled = cli.invoke(app, ["cancel", TASK, "-w", str(ws)])
+    assert cancelled.exit_code == 0, cancelled.output
+    _run(ws)
+    assert not own.exists()
+    assert "worker:cancelled" in server.labels_of(REPO, 7)
+
+
+def test_a_folder_that_is_a_link_is_unlinked_and_what_it_points_at_kept(tmp_path: Path) -> None:
+    """The task's folder itself a link (to the operator's files): the link goes, not them."""
+    state, outside = tmp_path / "state", tmp_path / "operator"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("operator's\n")
+    own = cli_home.folder_for(state, "acme/app#5")
+    own.parent.mkdir(parents=True)
+    own.symlink_to(outside, target_is_directory=True)
+    assert cli_home.remove(state, "acme/app#5")
+    assert not own.is_symlink() and (outside / "keep.txt").read_text() == "operator's\n"
+    assert not cli_home.remove(state, "acme/app#5")  # nothing left: nothing removed
 
 
 def _aged(folder: Path, seconds_ago: float) -> None:

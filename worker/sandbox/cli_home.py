@@ -67,16 +67,16 @@ def remove(state: Path, task_id: str) -> bool:
 
 
 def remove_folder(path: Path) -> bool:
-    if path.is_symlink():
-        path.unlink()
-        return True
-    if not path.exists():
-        return False
-    if not shutil.rmtree.avoids_symlink_attacks:  # a platform without fd-based removal
-        log.warning("not removing %s: this platform cannot remove it safely", path)
-        return False
+    """`path` removed, a link (at the top or inside) unlinked and never followed: rmtree
+    neither descends into a link nor removes what it points at; no agent of the task runs
+    any more to swap a folder for a link meanwhile."""
     try:
-        shutil.rmtree(path)  # links inside are unlinked, never followed
+        if path.is_symlink():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        else:
+            return False
     except OSError as exc:
         log.warning("could not remove the CLI folder %s: %s", path, exc)
         return False
