@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import git
 from tests.fakes.github_server import FakeGitHub
 from tests.realcli_support import real_cli
 from worker.cli.app import app
@@ -274,3 +275,29 @@ def test_a_damaged_database_fails_the_integrity_check(
     code, data = _doctor(cli, workspace)
     ((status, message),) = _by_check(data, "database")
     assert code == 78 and status == "fail" and str(settings.db_path) in message
+
+
+@pytest.mark.parametrize(
+    ("toml", "warned"),
+    [
+        ("max_parallel = 3\n", True),  # the inbox's default: in place
+        ('max_parallel = 3\ninbox_delivery = "branch"\n', False),
+        ("max_parallel = 1\n", False),  # one slot: nothing waits for another
+    ],
+)
+def test_slots_with_a_source_delivered_in_place_are_warned_of(
+    cli: CliRunner, workspace: Path, claude_ok: Path, toml: str, warned: bool
+) -> None:
+    """`max_parallel` > 1 and a source delivered in place: doctor warns (no failure) that such
+    tasks run alone, waiting for the other slots, and names the setting that changes it."""
+    git(workspace, "init", "-q", "-b", "main")  # a branch delivery needs a repository
+    (workspace / "worker.toml").write_text(toml)
+    _, data = _doctor(cli, workspace)
+    warnings = [m for status, m in _by_check(data, "delivery") if status == "warn"]
+    if warned:
+        (message,) = warnings
+        assert "inbox's tasks are delivered in place" in message and "runs alone" in message
+        assert 'inbox_delivery = "branch"' in message and "max_parallel = 3" in message
+    else:
+        assert warnings == []
+    assert not [f for f in data["findings"] if f["check"] == "delivery" and f["status"] == "fail"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +93,12 @@ def plant(folder: str, marker: Path) -> str:
     )
 
 
+def tool_results(request: dict[str, Any]) -> str:
+    """The text of the tool results the request sends back to the model."""
+    blocks = request["messages"][-1]["content"]
+    return json.dumps([b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"])
+
+
 def trusted_task(workspace: Path, api: AnthropicAPI, monkeypatch: pytest.MonkeyPatch) -> str:
     """An inbox message (trusted) run with the box off; what the CLI sent the model."""
     monkeypatch.setenv("WORKER_SANDBOX__MODE", "off")
@@ -131,12 +138,15 @@ def test_an_issues_hook_and_memory_never_reach_a_later_trusted_task(
     assert (report.source, report.outcome.value) == ("github", "success"), report.reason
     assert not (shared / "CLAUDE.md").exists() and not (shared / "settings.json").exists()
     assert not marker.exists()
+    # It wrote its own folder (its listing, the first tool's result, shows the memory), and
+    # the folder went with the task's end (a success: no session to resume).
+    assert "CLAUDE.md" in tool_results(claude.conversation_requests()[1])
+    own = cli_home.folder_for(load_settings(workspace).state, f"{GITHUB_REPO}#7")
+    assert not own.exists()
 
     sent = trusted_task(workspace, claude, monkeypatch)
     assert MEMORY not in sent and not marker.exists()
     assert not (shared / "CLAUDE.md").exists()
-    own = cli_home.folder_for(load_settings(workspace).state, f"{GITHUB_REPO}#7") / "claude"
-    assert MEMORY in (own / "CLAUDE.md").read_text()  # it wrote its own folder, and only it
 
 
 @pytest.mark.slow

@@ -103,7 +103,7 @@ def test_watcher_obeys_a_trusted_stop_and_the_issue_is_told(
     source.report(task, result)
     status = [c for c in server.comments_of(REPO, 7) if c["body"].startswith("<!-- worker:claim")]
     assert len(status) == 1 and "🚫" in status[0]["body"] and "wrong repo" in status[0]["body"]
-    assert "worker:failed" in server.labels_of(REPO, 7)
+    assert "worker:cancelled" in server.labels_of(REPO, 7)  # no failure: a person stopped it
     assert done_ids(settings) == [comment["id"]]
     assert not watcher.check()  # obeyed once
 
@@ -262,4 +262,5 @@ def test_a_trusted_cancel_comment_stops_a_running_worker(
     status = [c for c in server.comments_of(REPO, 7) if c["body"].startswith("<!-- worker:claim")]
     assert len(status) == 1 and "🚫" in status[0]["body"]
     labels = server.labels_of(REPO, 7)
-    assert "worker:failed" in labels and "worker:in-progress" not in labels
+    assert "worker:cancelled" in labels and "worker:in-progress" not in labels
+    assert "worker:failed" not in labels

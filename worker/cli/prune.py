@@ -18,7 +18,7 @@ DryRunOpt = Annotated[
 def prune_command(
     workspace: WorkspaceOpt = Path("."), dry_run: DryRunOpt = False, as_json: JsonOpt = False
 ) -> None:
-    """Delete runs, decisions, ended claims and run logs past their retention ([retention])."""
+    """Delete runs, decisions, ended claims, run logs and CLI folders past [retention]."""
     from worker.state.retention import prune_workspace
 
     ui.emit(prune_workspace(settings_for(workspace), dry_run=dry_run).to_dict(), as_json, _render)
@@ -29,7 +29,8 @@ def _render(data: dict[str, Any]) -> None:
     ui.line(
         f"{verb}: {data['runs']} run(s), {data['iterations']} iteration(s), "
         f"{data['decisions']} decision(s), {data['claims']} ended claim(s), "
-        f"{data['log_folders']} log folder(s) ({data['log_bytes']} bytes)"
+        f"{data['log_folders']} log folder(s) ({data['log_bytes']} bytes), "
+        f"{data['cli_folders']} CLI folder(s) of ended tasks"
     )
 
 

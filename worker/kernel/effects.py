@@ -15,6 +15,7 @@ from worker.kernel import control, db, staleness
 from worker.kernel.model import Act, Action, ControlOrder, Decision, Reason, ReplySignal, StaleItem
 from worker.models import Outcome, Task
 from worker.process.platform.names import portable_name
+from worker.sandbox.cli_home import remove as remove_cli_folder
 from worker.sources.base import TaskSource
 from worker.sources.message import Message, outbox
 from worker.state.fsutil import atomic_write_text, quarantine
@@ -119,6 +120,7 @@ def cancel_wait(
     task = task_of(state)
     quarantine(path, settings.wait_states / "cancelled", f"{action.reason}: {action.detail}")
     record.forget(settings, path, store)
+    remove_cli_folder(settings.state, task.id)  # ended for good: no session to resume
     if store.claim_of(task.id) is not None:
         store.release_claim(task.id, Outcome.CANCELLED.value)
     source = sources.get(task.source)

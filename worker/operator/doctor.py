@@ -21,7 +21,7 @@ from typing import Any
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
 from worker.config import Settings
-from worker.delivery import deliveries, delivery_lines
+from worker.delivery import IN_PLACE, deliveries, delivery_lines
 from worker.errors import ExitCode, WorkerError
 from worker.modes import Mode, ModeSet, load_modes, modes_path
 from worker.operator import config_sources, heartbeat, integrity
@@ -271,6 +271,23 @@ def check_delivery(context: Context) -> Iterable[Finding]:
             yield Finding("delivery", Status.FAIL, problem)
         else:
             yield Finding("delivery", Status.OK, line)
+    if settings.max_parallel > 1:
+        yield from _alone(settings)
+
+
+def _alone(settings: Settings) -> Iterable[Finding]:
+    """Slots and in-place work: such a task waits for every other slot and runs alone."""
+    setting = {"inbox": "inbox_delivery", "github": "[github] delivery"}
+    for source, found in deliveries(settings).items():
+        if found == IN_PLACE:
+            yield Finding(
+                "delivery",
+                Status.WARN,
+                f"max_parallel = {settings.max_parallel}, but {source}'s tasks are delivered in "
+                "place: each waits for the other slots to end and runs alone. Set "
+                f'{setting[source]} = "branch" to run them beside others (or `worker serve '
+                "--use-worktree`)",
+            )
 
 
 def check_environment(context: Context) -> Iterable[Finding]:

@@ -26,6 +26,7 @@ from worker.run.infra import ANSWER_KEY, HITS_KEY
 from worker.run.loop import LoopContext, StartPoint, run_task
 from worker.sandbox.box import for_task
 from worker.sandbox.cli_home import folder_for as cli_folder_for
+from worker.sandbox.cli_home import remove as remove_cli_folder
 from worker.sandbox.cli_home import untrusted
 from worker.sources.base import TaskSource
 from worker.sources.fallback import (
@@ -46,6 +47,10 @@ from worker.waits import record
 from worker.waits.saving import WaitPoint, save_pull_request_wait
 
 log = logging.getLogger(__name__)
+
+# A task that ended so has nothing to resume (a stopped one is taken again, a waiting one
+# resumes its session).
+ENDED = frozenset({Outcome.SUCCESS, Outcome.FAILURE, Outcome.CANCELLED, Outcome.EXPIRED})
 
 
 def execute(
@@ -145,6 +150,8 @@ def _conclude(
         reason_codes=result.reason_codes,
     )
     _report(settings, store, task, result, source, wait_path)
+    if result.outcome in ENDED and result.wait_state is None:
+        remove_cli_folder(settings.state, task.id)  # ended for good: no session to resume
     notify_after_task(settings, store, result, run_id)  # queued, sent, never raises
     if SETUP_PROBLEM in result.reason_codes:
         return result  # no agent worked: nothing for the reviewers to look at

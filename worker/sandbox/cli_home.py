@@ -9,17 +9,22 @@ resumes them; the box lets it write that folder and no other CLI folder.
 
 The copy goes one way (shared to own), is made again before each start (what the agent changed
 in its copy of the settings does not outlive the iteration), and never follows a link the
-agent left in its folder.
+agent left in its folder. The folder is removed when the task has ended for good (`remove`;
+a waiting task keeps it: it resumes its session from there), and retention sweeps the folders
+of tasks that ended without it (worker/state/retention_cli.py).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from worker.process.platform.names import portable_name
+
+log = logging.getLogger(__name__)
 
 # The sources whose tasks are text by other people (box.for_task gives them untrusted_mode).
 UNTRUSTED_SOURCES = frozenset({"github"})
@@ -52,6 +57,30 @@ def untrusted(source: str) -> bool:
 def folder_for(state: Path, task_id: str) -> Path:
     """The task's own folder of CLI folders (one per agent inside)."""
     return state / FOLDER / portable_name(task_id)
+
+
+def remove(state: Path, task_id: str) -> bool:
+    """Remove the task's folder, never following a link the agent left in it (a link is
+    removed, not what it points at); True when there was one. A failure is logged: retention
+    tries again later."""
+    return remove_folder(folder_for(state, task_id))
+
+
+def remove_folder(path: Path) -> bool:
+    """`path` removed, a link (at the top or inside) unlinked and never followed: rmtree
+    neither descends into a link nor removes what it points at; no agent of the task runs
+    any more to swap a folder for a link meanwhile."""
+    try:
+        if path.is_symlink():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        else:
+            return False
+    except OSError as exc:
+        log.warning("could not remove the CLI folder %s: %s", path, exc)
+        return False
+    return True
 
 
 def shared_folder(agent: str, env: Mapping[str, str]) -> Path | None:

@@ -1,7 +1,8 @@
 """Retention: history is kept for a while, not forever.
 
-Runs (with their iterations) and ended claims are kept `runs_days`, decisions
-`decisions_days`, run logs `logs_days` and at most `logs_max_bytes` (oldest removed first).
+Runs (with their iterations), ended claims and the CLI folders of tasks long ended are kept
+`runs_days`, decisions `decisions_days`, run logs `logs_days` and at most `logs_max_bytes`
+(oldest removed first).
 An idle decision keeps counts, not lists, so that a queue of 1,000 waits does not write
 kilobytes on every cron tick. Pruning runs at the end of a run at most every
 `interval_hours`, and on demand with `worker prune [--dry-run]`. Freed database pages are
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.config import Settings
+from worker.state.retention_cli import sweep_cli_folders
 from worker.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class PruneReport:
     claims: int = 0
     log_folders: int = 0
     log_bytes: int = 0
+    cli_folders: int = 0  # per-task CLI folders of tasks long ended (worker.state.retention_cli)
     removed_logs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +96,7 @@ def prune(
     if not dry_run:
         store.put(LAST_PRUNE_KEY, repr(now))
     _prune_logs(settings, report, now)
+    report.cli_folders = sweep_cli_folders(settings, store, now, dry_run)
     return report
 
 
@@ -177,6 +181,7 @@ def prune_workspace(settings: Settings, dry_run: bool = False) -> PruneReport:
     if dry_run and not settings.db_path.exists():
         report = PruneReport(dry_run=True)
         _prune_logs(settings, report, time.time())
+        report.cli_folders = sweep_cli_folders(settings, None, time.time(), dry_run=True)
         return report
     busy = "a worker run is active in this workspace; try again when it ends"
     with workspace_lock(settings, busy), Store(settings.db_path) as store:

@@ -15,6 +15,7 @@ from worker.config import Settings
 from worker.kernel.model import TaskEnd
 from worker.models import Outcome, Task
 from worker.results import TaskResult
+from worker.sandbox.cli_home import remove as remove_cli_folder
 from worker.sources.base import TaskSource
 from worker.state.fsutil import quarantine
 from worker.state.store import Store
@@ -57,6 +58,7 @@ def end_wait(
             return None
     quarantine(path, settings.wait_states / outcome.value, f"{code}: {reason}")
     record.forget(settings, path, store)
+    remove_cli_folder(settings.state, task.id)  # ended for good: no session to resume
     if store is not None:
         store.release_claim(task.id, outcome.value)
     if ledger is not None:

@@ -31,6 +31,8 @@ def end_label(settings: GitHubSettings, outcome: Outcome) -> str | None:
         return settings.waiting_label
     if outcome is Outcome.STOPPED:
         return None
+    if outcome is Outcome.CANCELLED:
+        return settings.cancelled_label
     return settings.failed_label
 
 

@@ -108,9 +108,9 @@ def priority_of(labels: list[str]) -> int:
 
 def up_to_max(issues: Iterable[dict[str, Any]], settings: GitHubSettings) -> list[dict[str, Any]]:
     """The listing's issues until `max_issues` of them may be work: one with an end-state
-    label (done, failed, waiting) is read past, not counted, so finished issues (oldest first)
-    never hide new work."""
-    ends = {settings.done_label, settings.failed_label, settings.waiting_label}
+    label (done, failed, cancelled, waiting) is read past, not counted, so finished issues
+    (oldest first) never hide new work."""
+    ends = set(settings.end_labels)
     out, counted = [], 0
     for issue in issues:
         out.append(issue)
@@ -131,7 +131,7 @@ def screen(issue: dict[str, Any], settings: GitHubSettings, login: str | None) -
         return Screened("ISSUE_LOCKED")
     if settings.label not in labels:
         return Screened("LABEL_MISSING", settings.label)
-    if settings.done_label in labels or settings.failed_label in labels:
+    if {settings.done_label, settings.failed_label, settings.cancelled_label} & set(labels):
         return Screened("ALREADY_DONE", "remove the end-state label to run it again")
     if settings.waiting_label in labels:
         return Screened("WAITING", "resumed by its wait state")

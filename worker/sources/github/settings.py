@@ -37,6 +37,9 @@ class GitHubSettings(BaseModel):
     in_progress_label: str = "worker:in-progress"
     done_label: str = "worker:done"
     failed_label: str = "worker:failed"
+    # A task cancelled (`/cancel`, `worker cancel`, `/reject` past the follow-up limit, its pull
+    # request closed by a person): no failure of the agent's; not taken again either.
+    cancelled_label: str = "worker:cancelled"
     waiting_label: str = "worker:waiting"
     # Logins trusted to start work even without write access to the repository.
     trusted_users: list[str] = []
@@ -112,8 +115,8 @@ class GitHubSettings(BaseModel):
         return int(str(given)) if str(given).isdigit() else self.max_follow_ups
 
     @property
-    def end_labels(self) -> tuple[str, str, str]:
-        return (self.done_label, self.failed_label, self.waiting_label)
+    def end_labels(self) -> tuple[str, str, str, str]:
+        return (self.done_label, self.failed_label, self.cancelled_label, self.waiting_label)
 
 
 def next_round(ref: Mapping[str, Any]) -> int:
