@@ -19,10 +19,10 @@ from worker.models import Outcome, Task, TaskResult
 from worker.process.gitsafe import git_argv, merge_from, push_credentials, scratch_repo
 from worker.process.gitview import base_env, main_checkout, run_git, worktree_checkout
 from worker.process.proc import redact, run_process
-from worker.process.workspace_git import BOT_IDENTITY, identity
+from worker.process.workspace_git import identity
 from worker.sources.github.authorship import (
     changed_files,
-    parse_author,
+    commit_identity,
     pull_request_body,
     question,
     reply_on_pull,
@@ -285,7 +285,7 @@ def bring_base_in(
         )
         if got.exit_code != 0:
             return redact(f"worker could not fetch `{base}`: {got.stderr_tail.strip()[-300:]}")
-        author = parse_author(settings.commit_author or "") or BOT_IDENTITY
+        author = commit_identity(None, settings)  # no client here: the setting, else the bot
         merged = merge_from(checkout, Path(scratch), base, identity(author))
     if merged.clean:
         return f"worker merged the latest `{base}` into the branch; it merged cleanly."
