@@ -181,3 +181,35 @@ def test_a_branch_that_is_no_commit_leaves_the_scratch_repository_empty(tmp_path
         )
     assert refs == ""
     assert pushed.returncode != 0 and "no-such-branch" in pushed.stderr
+
+
+def test_a_conflicted_merge_state_replaces_a_link_in_the_worktree_git_folder(
+    tmp_path: Path,
+) -> None:
+    """The merge state worker copies into a worktree's git folder (MERGE_HEAD, MERGE_MSG) is
+    written as files of its own: a link left at one of those names (the `.git` is shared with
+    other agents' tasks) is replaced, and the file it points to is left as it was."""
+    from worker.process.gitsafe import merge_from
+    from worker.process.workspace_git import create_worktree, identity
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "a.txt").write_text("base\n")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    tree, branch = create_worktree(ws, tmp_path / "worktrees", "task-1")
+    (ws / "a.txt").write_text("main's\n")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "main moved")
+    (tree / "a.txt").write_text("the task's\n")
+    git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "task")
+    outside = tmp_path / "operators-file"
+    outside.write_text("the operator's\n")
+    admin = ws / ".git" / "worktrees" / tree.name
+    (admin / "MERGE_MSG").symlink_to(outside)
+    checkout = Checkout(tree=tree, common=ws / ".git", gitdir=admin, branch=branch)
+    merged = merge_from(checkout, ws, "main", identity())
+    assert not merged.clean and merged.conflicts == ["a.txt"]
+    assert outside.read_text() == "the operator's\n"
+    assert not (admin / "MERGE_MSG").is_symlink()
+    assert "Merge branch 'main'" in (admin / "MERGE_MSG").read_text()
