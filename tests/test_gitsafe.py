@@ -213,3 +213,31 @@ def test_a_conflicted_merge_state_replaces_a_link_in_the_worktree_git_folder(
     assert outside.read_text() == "the operator's\n"
     assert not (admin / "MERGE_MSG").is_symlink()
     assert "Merge branch 'main'" in (admin / "MERGE_MSG").read_text()
+
+
+def test_a_worktrees_folder_made_a_link_is_not_written_or_removed_through(
+    tmp_path: Path,
+) -> None:
+    """An agent of an in-place task can write `.git`: `.git/worktrees` made a link to a
+    folder of the operator's. Making and finishing a task worktree neither writes there nor
+    removes anything there; worker's own `.git/worktrees` is a folder again."""
+    from worker.process.workspace_git import create_worktree, finish_worktree
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "a.txt").write_text("base\n")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    operators = tmp_path / "operators"
+    (operators / "task-1").mkdir(parents=True)
+    (operators / "task-1" / "keep.txt").write_text("the operator's\n")
+    (ws / ".git" / "worktrees").symlink_to(operators, target_is_directory=True)
+    tree, _ = create_worktree(ws, tmp_path / "worktrees", "task-1")
+    assert not (ws / ".git" / "worktrees").is_symlink()
+    (tree / "a.txt").write_text("the task's\n")
+    (ws / ".git" / "worktrees").rename(tmp_path / "moved-aside")
+    (ws / ".git" / "worktrees").symlink_to(operators, target_is_directory=True)
+    finish_worktree(ws, tree, "worker: task-1")
+    assert sorted(p.name for p in operators.rglob("*")) == ["keep.txt", "task-1"]
+    assert (operators / "task-1" / "keep.txt").read_text() == "the operator's\n"
