@@ -190,6 +190,23 @@ def test_a_healthy_candidate_replaces_the_good_revision(workspace: Path, tmp_pat
     assert (snap / "note.txt").read_text() == "e"
 
 
+def test_a_revision_is_read_as_data_no_program_of_the_repositorys_config_runs(
+    tmp_path: Path,
+) -> None:
+    """The watched checkout may be the one an agent works in: a filter its `.git/config`
+    names (here with `.gitattributes` in the commit) never runs when worker reads HEAD and
+    exports the revision, and the export holds the committed bytes."""
+    repo = Repo(tmp_path / "repo")
+    marker = tmp_path / "filter-ran"
+    rev = repo.commit({".gitattributes": "*.py filter=evil\n", "child.py": "print(1)\n"})
+    repo.git("config", "filter.evil.smudge", f"sh -c 'touch {marker}; cat'")
+    assert revisions.head(repo.path) == rev
+    dest = revisions.snapshot_dir(tmp_path / "state", rev)
+    assert revisions.export(repo.path, rev, dest) is None
+    assert (dest / "child.py").read_text() == "print(1)\n"
+    assert not marker.exists()
+
+
 def test_supervisor_refuses_root_unless_allowed(workspace: Path) -> None:
     from worker.daemon.supervisor import supervise
     from worker.errors import ConfigError

@@ -88,6 +88,19 @@ def test_modes_file_made_a_link_is_not_read_through(
     assert "operator's secret" not in kept and "symbolic link" in kept
 
 
+def test_worker_toml_made_a_fifo_does_not_hang_the_run_and_is_put_back(
+    workspace: Path, fake_claude: FakeAgent
+) -> None:
+    """The agent replaces worker.toml with a FIFO (a read of it would wait for a writer for
+    good): the guard does not read it; it puts the file back and the run ends."""
+    (workspace / "worker.toml").write_text('machine_id = "box-1"\n')
+    _agent_runs(fake_claude, "rm worker.toml && mkfifo worker.toml")
+    write_message(workspace, "msg-fifo")
+    report = run_once(load_settings(workspace), RunOptions())
+    assert "WORKER_CONFIG_RESTORED" in report.reason_codes
+    assert (workspace / "worker.toml").read_text() == 'machine_id = "box-1"\n'
+
+
 def test_a_legacy_wait_states_link_into_the_inbox_is_not_migrated(
     workspace: Path,
     tmp_path: Path,

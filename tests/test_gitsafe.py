@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from worker.process.gitsafe import git_argv, push_credentials, scratch_repo
+from worker.process.gitsafe import git_argv, merge_from, push_credentials, scratch_repo
 from worker.process.gitview import Checkout, main_checkout
+from worker.process.workspace_git import create_worktree, finish_worktree, identity
 from worker.sources.github.delivery import git_host, push_branch
 from worker.sources.github.settings import GitHubSettings
 
@@ -181,3 +182,52 @@ def test_a_branch_that_is_no_commit_leaves_the_scratch_repository_empty(tmp_path
         )
     assert refs == ""
     assert pushed.returncode != 0 and "no-such-branch" in pushed.stderr
+
+
+def test_a_conflicted_merge_state_replaces_a_link_in_the_worktree_git_folder(
+    tmp_path: Path,
+) -> None:
+    """The merge state worker copies into a worktree's git folder (MERGE_HEAD, MERGE_MSG) is
+    written as files of its own: a link left at one of those names (the `.git` is shared with
+    other agents' tasks) is replaced, and the file it points to is left as it was."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _history(ws, 1)
+    tree, branch = create_worktree(ws, tmp_path / "worktrees", "task-1")
+    (ws / "file.txt").write_text("main's\n")
+    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "main moved")
+    (tree / "file.txt").write_text("the task's\n")
+    git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "task")
+    outside = tmp_path / "operators-file"
+    outside.write_text("the operator's\n")
+    admin = ws / ".git" / "worktrees" / tree.name
+    (admin / "MERGE_MSG").symlink_to(outside)
+    checkout = Checkout(tree=tree, common=ws / ".git", gitdir=admin, branch=branch)
+    merged = merge_from(checkout, ws, "main", identity())
+    assert not merged.clean and merged.conflicts == ["file.txt"]
+    assert outside.read_text() == "the operator's\n"
+    assert not (admin / "MERGE_MSG").is_symlink()
+    assert "Merge branch 'main'" in (admin / "MERGE_MSG").read_text()
+
+
+def test_a_worktrees_folder_made_a_link_is_not_written_or_removed_through(
+    tmp_path: Path,
+) -> None:
+    """An agent of an in-place task can write `.git`: `.git/worktrees` made a link to a
+    folder of the operator's. Making and finishing a task worktree neither writes there nor
+    removes anything there; worker's own `.git/worktrees` is a folder again."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _history(ws, 1)
+    operators = tmp_path / "operators"
+    (operators / "task-1").mkdir(parents=True)
+    (operators / "task-1" / "keep.txt").write_text("the operator's\n")
+    (ws / ".git" / "worktrees").symlink_to(operators, target_is_directory=True)
+    tree, _ = create_worktree(ws, tmp_path / "worktrees", "task-1")
+    assert not (ws / ".git" / "worktrees").is_symlink()
+    (tree / "file.txt").write_text("the task's\n")
+    (ws / ".git" / "worktrees").rename(tmp_path / "moved-aside")
+    (ws / ".git" / "worktrees").symlink_to(operators, target_is_directory=True)
+    finish_worktree(ws, tree, "worker: task-1")
+    assert sorted(p.name for p in operators.rglob("*")) == ["keep.txt", "task-1"]
+    assert (operators / "task-1" / "keep.txt").read_text() == "the operator's\n"

@@ -202,6 +202,20 @@ def test_detection_order_and_configured_commands(
     assert configured.commands == ["make check"] and configured.problem is None
 
 
+def test_detection_reads_the_trees_files_as_data_never_through_a_link(workspace: Path) -> None:
+    """The agent writes the tree: a Makefile or a package.json that is a link to a file
+    elsewhere (the operator's) is not read through; what it says decides nothing."""
+    outside = workspace.parent / "operators-files"
+    outside.mkdir()
+    (outside / "Makefile").write_text("test:\n\techo ok\n")
+    (outside / "package.json").write_text('{"scripts": {"test": "jest"}}')
+    (workspace / "Makefile").symlink_to(outside / "Makefile")
+    assert detect_plan(load_settings(workspace)).commands == []
+    (workspace / "package.json").symlink_to(outside / "package.json")
+    plan = detect_plan(load_settings(workspace))
+    assert plan.commands[-1] == "npm test" and "no test script" in (plan.problem or "")
+
+
 def test_a_venv_whose_interpreter_is_gone_is_a_setup_problem(
     workspace: Path, fake_claude: FakeAgent
 ) -> None:

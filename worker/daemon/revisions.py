@@ -4,7 +4,9 @@ A revision runs from its own snapshot under `<state>/daemon/revisions/<sha>` (`g
 unpacked), never from the checkout itself: the agent may be editing that checkout, rolling back
 must not touch it, and the supervisor writes only inside the state folder. The child imports
 the snapshot's code through PYTHONPATH. git and the build go through
-worker.process.proc.run_process.
+worker.process.proc.run_process; git through worker's view of the repository
+(`gitview.run_git`: none of its configuration is read), since the checkout may be the one an
+agent works in (worker working on itself), whose `.git` the agent can write.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import worker
 from worker.config import Settings
 from worker.daemon.health import REVISION_ENV
-from worker.process.gitsafe import git_argv
+from worker.process.gitview import main_checkout, run_git
 from worker.process.proc import redact, run_process
 from worker.state.fsutil import replace
 
@@ -40,11 +42,13 @@ def find_repo(settings: Settings) -> Path | None:
 
 
 def head(repo: Path) -> str | None:
-    """The commit checked out in `repo`, or None (no commits yet, not a repository)."""
-    result = run_process(
-        git_argv("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
-        cwd=repo,
-        timeout_s=_GIT_TIMEOUT_S,
+    """The commit checked out in `repo`, or None (no commits yet, not a repository, or a
+    `.git` that is a file or a link: worker follows neither)."""
+    checkout = main_checkout(repo)
+    if checkout is None:
+        return None
+    result = run_git(
+        checkout, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", timeout_s=_GIT_TIMEOUT_S
     )
     sha = result.stdout.strip()
     return sha if result.exit_code == 0 and sha else None
@@ -58,15 +62,22 @@ def export(repo: Path, rev: str, dest: Path) -> str | None:
     """Unpack `rev` into `dest` unless already there; returns a failure reason or None."""
     if (dest / _DONE).exists():
         return None
+    checkout = main_checkout(repo)
+    if checkout is None:
+        return f"{repo} has no .git folder of its own (worker follows no .git file or link)"
     partial = dest.with_name(dest.name + ".partial")
     archive = dest.with_name(dest.name + ".tar")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.rmtree(dest, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        result = run_process(
-            git_argv("archive", "--format=tar", "-o", str(archive), rev),
-            cwd=repo,
+        result = run_git(
+            checkout,
+            "archive",
+            "--format=tar",
+            "-o",
+            str(archive),
+            rev,
             timeout_s=_GIT_TIMEOUT_S * 5,
         )
         if result.exit_code != 0:

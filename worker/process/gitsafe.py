@@ -120,9 +120,19 @@ def merge_from(checkout: Checkout, source: Path, base: str, identity: dict[str, 
             for name in MERGE_STATE:
                 data = read_data(Path(env["GIT_DIR"]) / name)
                 if data is not None:
-                    (checkout.gitdir / name).write_bytes(data)
+                    _write_own(checkout.gitdir / name, data)
     said = merged.stderr_tail.strip()[-300:] or merged.stdout.strip()[-300:]
     return Merged(False, files, said)
+
+
+def _write_own(path: Path, data: bytes) -> None:
+    """`data` in a file of worker's at `path`: whatever stands there (a link another agent
+    could have left in the shared `.git`) is removed first, never written through."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(path, flags, 0o644), "wb") as handle:
+        handle.write(data)
 
 
 def _helper_script(secret: Path, host: str) -> str:

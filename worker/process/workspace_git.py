@@ -31,7 +31,7 @@ from worker.process.gitview import (
 )
 from worker.process.platform.names import portable_name
 from worker.process.proc import redact
-from worker.state.fsutil import atomic_write_text
+from worker.state.fsutil import atomic_write_text, is_link, real_folder
 
 if TYPE_CHECKING:
     from worker.results import TaskResult
@@ -217,7 +217,7 @@ def create_worktree(repo_dir: Path, worktrees: Path, task_id: str) -> tuple[Path
     branch = branch_name(task_id)
     path = worktrees / portable_name(branch.split("/", 1)[1])  # `CON` is no folder on Windows
     worktrees.mkdir(parents=True, exist_ok=True)
-    admin = main.common / "worktrees" / path.name
+    admin = real_folder(main.common / "worktrees") / path.name  # a link there: the agent's
     _remove(path, admin)
     if run_git(main, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").exit_code:
         made = run_git(main, "update-ref", f"refs/heads/{branch}", "HEAD", "")
@@ -342,12 +342,11 @@ def _out(
 
 
 def _remove(path: Path, admin: Path) -> None:
-    """Remove a worktree and its git folder, never following a link out of them."""
-    for folder in (path, admin):
-        if folder.is_symlink():
-            log.warning(
-                "%s is a symbolic link: worker removes the link, not where it points", folder
-            )
+    """Remove a worktree and its git folder, never following a link out of them (nor
+    through `.git/worktrees`, should the agent have made that a link)."""
+    admin_reachable = not is_link(admin.parent, "remove a worktree's git folder")
+    for folder in (path, admin) if admin_reachable else (path,):
+        if is_link(folder, "remove files"):  # the link itself goes
             folder.unlink()
         elif folder.exists():
             shutil.rmtree(folder)

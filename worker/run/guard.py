@@ -80,10 +80,13 @@ def _folders(workspace: Path, path: Path) -> list[Path]:
 
 
 def _read(path: Path) -> str | None:
-    """The file's text; a link in its place reads as its own description, never through it."""
+    """The file's text; a link in its place reads as its own description, never through it,
+    and so does a FIFO or a device (reading one could block the run for good)."""
     if is_link(path, "read a file"):
         return f"(a symbolic link to {path.readlink()})"
     try:
+        if not path.is_dir() and path.exists() and not path.is_file():
+            return "(not a regular file)"
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
         return None

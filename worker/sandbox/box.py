@@ -338,8 +338,14 @@ def launch(
     environment by allow-list); unboxed, worker's children's environment without the doors
     that let in whoever connects as the same user (ssh-agent, D-Bus)."""
     if request.sandbox is None:
-        env = {k: v for k, v in child_env().items() if k not in secrets.USER_DOORS}
-        yield argv, {**env, **request.env}
+        yield argv, {**unboxed_env(), **request.env}
         return
     with request.sandbox.launch(argv, request.cwd, request.env) as (wrapped, env):
         yield wrapped, env
+
+
+def unboxed_env() -> dict[str, str]:
+    """The environment of what the agent could have written (the agent, the project's
+    programs) where no box runs it: worker's children's, without the doors that let in
+    whoever connects as the same user (ssh-agent, D-Bus)."""
+    return {k: v for k, v in child_env().items() if k not in secrets.USER_DOORS}

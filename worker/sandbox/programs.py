@@ -2,7 +2,7 @@
 `conftest.py`, npm scripts, the tree's `.venv/bin/python`), the checks that verify the agent's
 work, and the interpreter `worker doctor` and a dry run ask. The agent may have written every
 one of them, so they run where the agent runs: the same box (worker/sandbox/box.py), the same
-environment (no tokens: proc.child_env), never with the operator's rights.
+environment (no tokens: secrets.agent_env), never with the operator's rights.
 
 Where no box is chosen (`mode = "off"` for a trusted source, or `auto` on a machine without a
 runtime) they run as before, and `where` says so in words.
@@ -18,8 +18,7 @@ from pathlib import Path
 
 from worker.config import Settings
 from worker.errors import ConfigError
-from worker.process.proc import child_env
-from worker.sandbox.box import Sandbox, find_runtime
+from worker.sandbox.box import Sandbox, find_runtime, unboxed_env
 
 log = logging.getLogger(__name__)
 # The box's policy for the project's programs: no agent CLI's session folder, no model host.
@@ -59,7 +58,7 @@ def boxed(
     and its environment: the agent's, with `variables` added."""
     if where.box is None:
         log.info("%s runs %s", argv[0], where.words)
-        yield argv, {**child_env(), **(variables or {})}
+        yield argv, {**unboxed_env(), **(variables or {})}
         return
     with where.box.launch(argv, cwd) as (command, env):
         yield command, {**env, **(variables or {})}

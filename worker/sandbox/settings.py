@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 # Hosts a task commonly needs besides the model's API: the package registries and the git
-# host, read-only without a token (which the agent never gets: proc.child_env).
+# host, read-only without a token (which the agent never gets: secrets.agent_env).
 DEFAULT_ALLOW_HOSTS = [
     "github.com",
     "codeload.github.com",

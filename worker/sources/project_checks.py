@@ -31,6 +31,7 @@ from worker.process.lazyimport import lazy
 
 _proc = lazy("worker.process.proc")  # only to ask an interpreter (a dry run, doctor), never to list
 _programs = lazy("worker.sandbox.programs")  # the same: the box it is asked in
+_gitview = lazy("worker.process.gitview")  # its `read_data`: the tree's files read as data
 
 _PYTHON_MARKERS = (
     "pyproject.toml",
@@ -228,8 +229,7 @@ def _tool(
 
 def _pyproject_has(table: str) -> Callable[[Path], bool]:
     def has(workspace: Path) -> bool:
-        path = workspace / "pyproject.toml"
-        return path.is_file() and f"[{table}" in path.read_text(encoding="utf-8", errors="replace")
+        return f"[{table}" in _text(workspace / "pyproject.toml")
 
     return has
 
@@ -266,9 +266,7 @@ _PYTHON_TOOLS: tuple[Callable[[Path], CheckPlan | None], ...] = (
 
 def _make(workspace: Path) -> CheckPlan | None:
     for name in _MAKEFILES:
-        path = workspace / name
-        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-        if _TEST_TARGET.search(text):
+        if _TEST_TARGET.search(_text(workspace / name)):
             return _needs("make", f"the {name}'s test target", ["make test"])
     return None
 
@@ -279,7 +277,7 @@ def _npm(workspace: Path) -> CheckPlan | None:
         return None
     plan = _needs("npm", "npm's scripts", ["npm run build --if-present", "npm test"])
     try:
-        scripts = json.loads(path.read_text(encoding="utf-8")).get("scripts") or {}
+        scripts = json.loads(_text(path)).get("scripts") or {}
     except (ValueError, AttributeError):
         scripts = {}
     test = scripts.get("test") if isinstance(scripts, dict) else None
@@ -318,6 +316,12 @@ def _python_on_path() -> CheckPlan:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _text(path: Path) -> str:
+    """A file of the tree as data: the file itself, never where a link of the agent's points
+    (a FIFO, a device, a file of the operator's), capped; "" when it is no such file."""
+    return (_gitview.read_data(path) or b"").decode("utf-8", "replace")
+
+
 def _needs(tool: str, environment: str, commands: list[str]) -> CheckPlan:
     if shutil.which(tool) is not None:
         return CheckPlan(environment, commands)

@@ -33,9 +33,7 @@ def rename(source: Path | str, target: Path | str) -> None:
     _retried(os.rename, source, target)
 
 
-def _retried(
-    move: Callable[[Path | str, Path | str], None], source: Path | str, target: Path | str
-) -> None:
+def _retried(move: _Move, source: Path | str, target: Path | str) -> None:
     for delay in (*_REPLACE_DELAYS_S, None):
         try:
             move(source, target)

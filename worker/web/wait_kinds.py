@@ -16,7 +16,6 @@ GROUPS = (
     ("review", "Waiting for a review"),
     ("time", "Waiting for a moment"),
 )
-_PERSON = ("user_approval", "github_decision", "intercom_message", "roosync_response")
 
 
 def group_of(wait: dict[str, Any]) -> str:

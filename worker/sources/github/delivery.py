@@ -19,10 +19,10 @@ from worker.models import Outcome, Task, TaskResult
 from worker.process.gitsafe import git_argv, merge_from, push_credentials, scratch_repo
 from worker.process.gitview import base_env, main_checkout, run_git, worktree_checkout
 from worker.process.proc import redact, run_process
-from worker.process.workspace_git import BOT_IDENTITY, identity
+from worker.process.workspace_git import identity
 from worker.sources.github.authorship import (
     changed_files,
-    parse_author,
+    commit_identity,
     pull_request_body,
     question,
     reply_on_pull,
@@ -223,7 +223,7 @@ def push_branch(
     """Push `branch` to worker's remote (`remote_url`; `delete`: delete it there); returns an
     error text, None when pushed. The push runs from a scratch repository of worker's own; the
     token reaches git only through a one-shot credential helper (`worker.process.gitsafe`)."""
-    env = {**base_env(), "GIT_TERMINAL_PROMPT": "0"}
+    env = base_env()
     url = remote_url(settings, repo)
     checkout = main_checkout(Path(workspace))
     if url is None or checkout is None:
@@ -232,9 +232,7 @@ def push_branch(
         return redact(f"git push {url} {branch}: refused, the token never goes over http")
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(scratch_repo(checkout, branch, env))
-        config: list[str] = []
-        if token and url.lower().startswith("https://"):
-            config = stack.enter_context(push_credentials(token, git_host(settings)))
+        config = _credentials(stack, settings, url, token)
         refspec = f":refs/heads/{branch}" if delete else f"{branch}:refs/heads/{branch}"
         args = ["push", url, refspec]
         proc = run_process(git_argv(*config, *args), cwd=scratch, timeout_s=300, env=env)
@@ -242,6 +240,16 @@ def push_branch(
         return None
     tail = proc.stderr_tail.strip().splitlines()[-3:] or ["(no output)"]
     return redact(f"git push {url} {branch} failed: {' / '.join(tail)}")
+
+
+def _credentials(
+    stack: contextlib.ExitStack[Any], settings: GitHubSettings, url: str, token: str | None
+) -> list[str]:
+    """git's `-c` options for the one-shot credential helper, for the call `stack` holds:
+    over https with a token only (never over plain http)."""
+    if token and url.lower().startswith("https://"):
+        return stack.enter_context(push_credentials(token, git_host(settings)))
+    return []
 
 
 def bring_base_in(
@@ -262,7 +270,7 @@ def bring_base_in(
     The base is fetched from worker's remote (`remote_url`) into a scratch repository of
     worker's own (with the one-shot credential over https), then merged through worker's view
     of the worktree: no configuration of the agent's is read (no merge driver, no filter)."""
-    env = {**base_env(), "GIT_TERMINAL_PROMPT": "0"}
+    env = base_env()
     url = remote_url(settings, repo)
     checkout = worktree_checkout(workspace, cwd, branch)
     if url is None or checkout is None:
@@ -270,16 +278,14 @@ def bring_base_in(
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="worker-fetch-"))
         run_process(git_argv("init", "-q", "--bare", scratch), cwd=cwd, timeout_s=60, env=env)
-        config: list[str] = []
-        if token and url.lower().startswith("https://"):
-            config = stack.enter_context(push_credentials(token, git_host(settings)))
+        config = _credentials(stack, settings, url, token)
         ref = f"+refs/heads/{base}:refs/heads/{base}"
         got = run_process(
             git_argv(*config, "fetch", "-q", url, ref), cwd=Path(scratch), timeout_s=300, env=env
         )
         if got.exit_code != 0:
             return redact(f"worker could not fetch `{base}`: {got.stderr_tail.strip()[-300:]}")
-        author = parse_author(settings.commit_author or "") or BOT_IDENTITY
+        author = commit_identity(None, settings)  # no client here: the setting, else the bot
         merged = merge_from(checkout, Path(scratch), base, identity(author))
     if merged.clean:
         return f"worker merged the latest `{base}` into the branch; it merged cleanly."
