@@ -171,7 +171,7 @@ def test_the_copy_replaces_a_link_the_agent_left_and_never_writes_through_it(
 ) -> None:
     """The task's folder is the agent's: a `settings.json` it made a link to a file of the
     operator's is replaced by the operator's settings, and the linked file is untouched."""
-    shared, state = tmp_path / "shared", tmp_path / "state"
+    shared, state = tmp_path / "operator-cli", tmp_path / "state"
     shared.mkdir()
     (shared / "settings.json").write_text('{"model": "x"}')
     (shared / ".credentials.json").write_text('{"k": 1}')

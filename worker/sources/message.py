@@ -101,7 +101,7 @@ class InboxEntry:
     path: Path
     message: Message | None
     error: str | None = None
-    odd: bool = False  # no regular file (a pipe, a link to nothing): listed, never moved or read
+    odd: bool = False  # no regular file (a pipe, a link): listed, never moved or read
 
 
 _cache: dict[tuple[str, str], tuple[int, float, list[InboxEntry]]] = {}
@@ -159,6 +159,9 @@ def _read_addressed(
             name = entry.name
             if name.startswith("."):
                 continue
+            if entry.is_symlink():  # where it points is not the inbox's to say: never read
+                others.append(InboxEntry(folder / name, None, _LINK, odd=True))
+                continue
             if not entry.is_file():
                 what = odd_entry(entry)
                 if what is not None:
@@ -213,6 +216,7 @@ def odd_entry(entry: os.DirEntry[str]) -> str | None:
 
 _NOT_A_MESSAGE = "not a message: a message is a JSON file named *.json"
 _NOT_JSON = "not JSON: a message is one JSON object"
+_LINK = "not a message file: a symbolic link (worker never reads through a link in the inbox)"
 # Files a sync client or an editor is still writing: theirs, not ours to move.
 _IN_PROGRESS = (".tmp", ".part", ".partial", ".crdownload", ".download", "~", ".swp")
 

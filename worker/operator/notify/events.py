@@ -117,7 +117,8 @@ def _queue_outcome(settings: Settings, store: Store, result: TaskResult, run_id:
             state = load_wait_state(result.wait_state)
         except MalformedInput:
             return
-        if state.resume_when != "user_approval":
+        held = state.resume_when == "pull_request" and state.source_ref.get("prHeld")
+        if state.resume_when != "user_approval" and not held:  # held: past max_follow_ups
             return
         outbox.enqueue(
             settings,
