@@ -130,7 +130,7 @@ def held_reason(number: int, rounds: int, more: int) -> str:
     return (
         f"pull request #{number} has had {rounds} round(s) of fixes, its limit ([github] "
         f"max_follow_ups = {more}): a person decides. Comment `/approve` on the issue for "
-        f"{more} more round(s) (text after it goes to the agent), or `/reject` to stop following it (no "
-        "agent starts; the pull request stays open for you). The merge label still merges it "
-        "once its checks pass and it is approved."
+        f"{more} more round(s) (text after it goes to the agent), or `/reject` to stop "
+        "following it (no agent starts; the pull request stays open for you). The merge label "
+        "still merges it once its checks pass and it is approved."
     )
