@@ -69,7 +69,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "prune": (
         "prune",
-        "Delete runs, decisions, ended claims and run logs past their retention ([retention]).",
+        "Delete runs, decisions, ended claims, run logs and CLI folders past [retention].",
     ),
     "submit": (
         "submit",

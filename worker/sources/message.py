@@ -160,7 +160,9 @@ def _read_addressed(
             if name.startswith("."):
                 continue
             if entry.is_symlink():  # where it points is not the inbox's to say: never read
-                others.append(InboxEntry(folder / name, None, _LINK, odd=True))
+                what = _LINK if entry.is_file() else odd_entry(entry)
+                if what is not None:
+                    others.append(InboxEntry(folder / name, None, what, odd=True))
                 continue
             if not entry.is_file():
                 what = odd_entry(entry)
