@@ -1,6 +1,7 @@
 """Inbox integrity: ids identify messages, `done/` is never a source except through
-`--task-id`, an expired claim comes back in one step whichever part of the run finds it,
-replies go to `outbox/`, and unusable folders or files get clear words."""
+`--task-id`, an expired claim comes back in one step and by the inbox alone (never by the
+kernel after its decision), replies go to `outbox/`, and unusable folders or files get clear
+words."""
 
 from __future__ import annotations
 
@@ -98,17 +99,51 @@ def _expired_claim(workspace: Path) -> tuple[InboxSource, Store]:
     return source, store
 
 
-def test_the_kernel_staleness_step_gives_the_file_back_with_the_claim(workspace: Path) -> None:
-    """The lease expired after the source's own recovery ran: the kernel's clean-up of the
-    expired claim moves the file back in the same step (once stranded in `claimed/`)."""
-    write_message(workspace, "stuck")
-    source, store = _expired_claim(workspace)
-    with store:
-        assert staleness.clean_claim(source.settings, store, "stuck").startswith("claim released")
-        assert store.claim_of("stuck")["state"] == "expired"
-        assert (workspace / "inbox" / "stuck.json").exists()
-        assert not (workspace / "inbox" / "claimed" / "stuck.json").exists()
-        assert source.recover_expired() == []  # nothing left to give back
+def test_a_lease_that_runs_out_after_the_inbox_looked_comes_back_in_a_run_that_says_so(
+    workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease runs out between the inbox's own recovery and the kernel's look (a loaded
+    machine): the kernel leaves the inbox's claim to the inbox (it would release it after its
+    decision, and the task would come back a run later without its reason); the next run
+    gives the message back and takes it with LEASE_EXPIRED, once."""
+    write_message(workspace, "late")
+    _, store = _expired_claim(workspace)
+    store.db.execute("UPDATE claims SET lease_until = ?", (time.time() + 3600,))
+    store.close()
+    recover = InboxSource.recover_expired
+
+    def expires_just_after(self: InboxSource) -> list[str]:
+        found = recover(self)
+        assert self.store is not None
+        self.store.db.execute("UPDATE claims SET lease_until = ?", (time.time() - 1,))
+        return found
+
+    with monkeypatch.context() as patched:
+        patched.setattr(InboxSource, "recover_expired", expires_just_after)
+        first = run_once(load_settings(workspace))
+    assert first.task_id is None and "STALE_CLEANUP" not in first.reason_codes
+    assert (workspace / "inbox" / "claimed" / "late.json").exists()  # still the inbox's
+    second = run_once(load_settings(workspace))
+    assert (second.task_id, second.outcome.value) == ("late", "success")
+    assert "LEASE_EXPIRED" in second.reason_codes
+    assert [json.loads(p.read_text())["id"] for p in (workspace / "inbox" / "done").iterdir()] == [
+        "late"
+    ]
+
+
+def test_the_kernel_staleness_step_releases_the_claims_of_sources_without_files(
+    workspace: Path,
+) -> None:
+    """A GitHub task's expired claim (nothing to move) is released by the kernel's step."""
+    with Store(load_settings(workspace).db_path) as store:
+        assert store.claim("github:o/r#4", "github", "m", 1, 1)
+        store.db.execute("UPDATE claims SET lease_until = ?", (time.time() - 5,))
+        found = staleness.find(load_settings(workspace), store)
+        assert [(item.kind, item.id, item.rule) for item in found] == [
+            ("claim", "github:o/r#4", "LEASE_EXPIRED")
+        ]
+        assert staleness.clean_claim(store, "github:o/r#4").startswith("claim released")
+        assert store.claim_of("github:o/r#4")["state"] == "expired"  # type: ignore[index]
 
 
 def test_a_recovery_that_fails_to_move_the_file_keeps_the_claim_for_the_next_try(

@@ -83,7 +83,7 @@ def _apply(
         item: StaleItem = action.ref
         if item.kind == "worktree":
             return staleness.clean_worktree(settings, item.ref)
-        return staleness.clean_claim(settings, store, item.id)
+        return staleness.clean_claim(store, item.id)
     if act in (Act.NOTE_REPLY, Act.CLARIFY):
         reply: ReplySignal = action.ref
         if act is Act.CLARIFY:

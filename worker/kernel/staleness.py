@@ -1,6 +1,10 @@
 """Staleness: what dead runs left behind, each found by its own rule.
 
-- a claim whose lease expired and that no source took back (LEASE_EXPIRED);
+- a claim whose lease expired and that no source took back (LEASE_EXPIRED); the inbox's
+  claims are the inbox's own (`InboxSource.recover_expired`, at the start of the next run):
+  released here, after the decision, a message would come back a run later, taken without the
+  LEASE_EXPIRED that explains it, and in a fleet whose inboxes are not shared it would be
+  released on a machine that does not hold its file (stranded in another's `claimed/`);
 - a worktree under `<state>/worktrees` whose task holds no live claim (CLAIM_GONE): it is
   committed to its branch and removed, or kept when that fails; branches are never deleted;
 - wait states past their TTL are the wait-state owner's (phase 0), control orders past theirs
@@ -11,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,9 @@ log = logging.getLogger(__name__)
 def find(settings: Settings, store: Store, now: float | None = None) -> list[StaleItem]:
     now = time.time() if now is None else now
     items = [
-        StaleItem("claim", claim["task_id"], "LEASE_EXPIRED") for claim in store.expired_claims(now)
+        StaleItem("claim", claim["task_id"], "LEASE_EXPIRED")
+        for claim in store.expired_claims(now)
+        if claim["source"] != inbox.InboxSource.name
     ]
     left = worktrees(settings)
     if not left:
@@ -62,21 +67,17 @@ def worktrees(settings: Settings) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def clean_claim(settings: Settings, store: Store, task_id: str) -> str:
-    """Return a claim whose lease expired (still expired now: a fresh claim is left alone)
-    through the same single step as the inbox's own recovery: an inbox message goes back to
-    the inbox in the step that releases its claim."""
-    claim = store.claim_of(task_id)
-    give_back = _nothing
-    if claim is not None and claim["source"] == "inbox":
-        give_back = partial(inbox.give_back, settings.inbox)
-    if not store.recover_claim(task_id, give_back):
+def clean_claim(store: Store, task_id: str) -> str:
+    """Release a claim whose lease expired (still expired now: a fresh claim is left alone).
+    Only claims of sources without files to move (GitHub, fallback, waits) come here; the
+    inbox gives back its own (see the module's doc)."""
+    if not store.recover_claim(task_id, _nothing):
         return "claim is live again; left alone"
     return "claim released (lease expired)"
 
 
 def _nothing(claim: dict[str, Any]) -> None:
-    """Sources without files to move (GitHub, fallback, waits) only release the claim."""
+    """No file to move: releasing the claim is the whole recovery."""
 
 
 def clean_worktree(settings: Settings, path: Path) -> str:
