@@ -8,6 +8,7 @@ where it is installed, bubblewrap directly as the Linux fallback (files only: it
 so the network stays open, and `required` asks for the full set).
 
 The policy: writes only to the working tree (or worktree), the agent CLI's own session folder
+(less the files worker reads to make the box: Codex's config.toml, worker/sandbox/hosts.py)
 and a private temporary folder; reads refused for the user's secrets folders, worker's whole
 state home (every workspace's database, inbox, transcripts and worktrees but the agent's own),
 worker's configuration and the files its settings name as secrets (worker/sandbox/reach.py);
@@ -34,7 +35,7 @@ from worker import secrets
 from worker.config import Settings
 from worker.process.proc import child_env, run_process
 from worker.sandbox import reach
-from worker.sandbox.hosts import model_hosts, no_proxy_without
+from worker.sandbox.hosts import box_files, model_hosts, no_proxy_without
 from worker.sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class Policy:
     tmp: Path = Path(TMP_PLACEHOLDER)
     private: list[Path] = field(default_factory=list)  # empty in the box (/tmp, /run)
     read_back: list[Path] = field(default_factory=list)  # system files read from those
+    # Files in a writable folder that stay read-only: those worker reads to make the box.
+    read_only: list[Path] = field(default_factory=list)
 
 
 def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
@@ -167,7 +170,8 @@ def policy_for(
     cwd = cwd.resolve()
     git_dirs = _git_dirs(settings.workspace.resolve(), cwd)
     write = [cwd, *git_dirs] if tree else []
-    write += _session_dirs(agent, env, home, create)
+    sessions = _session_dirs(agent, env, home, create)
+    write += sessions
     write += [reach.absolute(settings, path) for path in box.allow_write]
     deny = reach.deny_list(settings, home, env)
     private = reach.private_dirs()
@@ -183,6 +187,7 @@ def policy_for(
         private=private,
         # A worktree's repository (its config, refs), where /tmp hides it: read-only.
         read_back=reach.read_back(private, [d.parent for d in git_dirs[1:]]),
+        read_only=box_files(agent, sessions, create=create),
     )
 
 
@@ -296,7 +301,7 @@ def srt_settings(policy: Policy) -> dict[str, Any]:
             "denyRead": [str(path) for path in [*policy.private, *policy.deny_read]],
             "allowRead": [str(path) for path in [*policy.allow_read, *policy.read_back]],
             "allowWrite": [str(path) for path in policy.write],
-            "denyWrite": [],
+            "denyWrite": [str(path) for path in policy.read_only],
         },
     }
 
@@ -305,7 +310,9 @@ def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
     """bubblewrap's arguments: no capability (as root too: `umount` and `mount -o remount`
     refused), the system read-only, /tmp and /run empty, the denied paths hidden (an empty
     folder, made read-only last, once the writable paths beneath it are bound back), the
-    writable ones bound back; a parent's mount before the mounts beneath it."""
+    writable ones bound back, the read-only files in them bound over them (a regular file only:
+    a mount on a link would land on what it points at); a parent's mount before the mounts
+    beneath it."""
     denied = [path for path in policy.deny_read if path.exists()]
     # A denied path inside another is hidden with it (its mount point could not be made).
     denied = [p for p in denied if not any(d != p and _inside(p, d) for d in denied)]
@@ -319,6 +326,9 @@ def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
     for path in policy.write:
         if path.exists():
             mounts.append((path, ["--bind", str(path), str(path)]))
+    for path in policy.read_only:
+        if path.is_file() and not path.is_symlink():
+            mounts.append((path, ["--ro-bind", str(path), str(path)]))
     args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):

@@ -1,15 +1,30 @@
 """The hosts an agent's sandbox lets it reach: its model's API, read from the agent's own
 configuration (`ANTHROPIC_BASE_URL`, the Codex provider, `GOOGLE_GEMINI_BASE_URL`) or the
 vendor's default, and the proxy-bypass list that keeps a local API behind the filtering proxy.
+
+The variables are worker's own environment. Codex's provider is a file in the CLI's folder,
+which the agent writes (its sessions): the box keeps that file read-only (`box_files`), and
+worker reads it only when it is a regular file, never through a link; else what the agent
+wrote there would widen its next box's network (docs/architecture.md, "What the agent writes
+is data").
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import logging
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from worker.errors import ConfigError
+from worker.state.fsutil import read_text
+
+log = logging.getLogger(__name__)
 
 # The vendors' API hosts (and the login hosts their CLIs refresh tokens at).
 DEFAULT_HOSTS = {
@@ -32,6 +47,9 @@ SRT_NO_PROXY = (
     "172.16.0.0/12",
     "192.168.0.0/16",
 )
+# The files of an agent CLI's folder that worker reads to make the box: each box keeps them
+# read-only (a missing one is made empty first, so that the agent cannot create it).
+BOX_FILES: dict[str, tuple[str, ...]] = {"codex": ("config.toml",)}
 
 
 def model_hosts(agent: str, env: Mapping[str, str], home: Path) -> list[str]:
@@ -53,7 +71,7 @@ def codex_base_url(env: Mapping[str, str], home: Path) -> str | None:
     """The base URL of Codex's model provider (CODEX_HOME/config.toml), or OPENAI_BASE_URL."""
     folder = Path(env.get("CODEX_HOME") or home / ".codex")
     try:
-        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+        config = tomllib.loads(_regular_text(folder / "config.toml"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         config = {}
     provider = config.get("model_provider")
@@ -63,6 +81,37 @@ def codex_base_url(env: Mapping[str, str], home: Path) -> str | None:
         if isinstance(chosen, dict) and isinstance(chosen.get("base_url"), str):
             return str(chosen["base_url"])
     return env.get("OPENAI_BASE_URL")
+
+
+def _regular_text(path: Path) -> str:
+    """The text of `path` if it is a regular file: never through a link (a warning says so),
+    never a FIFO (whose open would wait for a writer). OSError otherwise."""
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode):
+        log.warning("%s is a symbolic link: worker does not read it for the sandbox", path)
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return read_text(path)  # O_NOFOLLOW: a link put there since the lstat is not followed
+
+
+def box_files(agent: str, folders: list[Path], *, create: bool) -> list[Path]:
+    """The files of `agent`'s CLI folders that worker reads to make its box (`BOX_FILES`),
+    for the box to keep read-only. `create`: a missing one is made, empty (Codex reads an empty
+    config.toml as none), so that there is a file to keep; one that is not a regular file (a
+    link, which no mount can pin by its name) refuses the box."""
+    found = [folder / name for folder in folders for name in BOX_FILES.get(agent, ())]
+    for path in found if create else []:
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            os.close(os.open(path, flags, 0o600))
+        except FileExistsError:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                raise ConfigError(
+                    f"{path} is not a regular file (a symbolic link?): the agent's sandbox "
+                    "cannot keep it read-only, and worker reads the model's host from it; "
+                    "put the file itself there"
+                ) from None
+    return found
 
 
 def host_entry(url: str) -> str | None:
