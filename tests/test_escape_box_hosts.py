@@ -169,11 +169,18 @@ def test_a_tasks_own_codex_folder_keeps_its_config_too(
 
 
 def test_a_linked_config_is_not_read_and_refuses_the_box(
-    workspace: Path, box_home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    workspace: Path,
+    box_home: Path,
+    tmp_path: Path,
+    outside_tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """config.toml a link to a file elsewhere naming the attacker's provider: worker does not
     read through it (Codex's default hosts, a warning), and no box starts over it, since no
-    mount can keep a link's name read-only (the agent would put a file of its own there)."""
+    mount can keep a link's name read-only (the agent would put a file of its own there): the
+    run stops with the error that says so, before the agent runs."""
+    use_runtime("bwrap", monkeypatch, tmp_path)
     elsewhere = tmp_path / "elsewhere.toml"
     elsewhere.write_text(EVIL)
     config = box_home / ".codex" / "config.toml"
@@ -183,9 +190,9 @@ def test_a_linked_config_is_not_read_and_refuses_the_box(
         hosts = model_hosts("codex", {}, box_home)
     assert hosts == DEFAULT_HOSTS["codex"]
     assert "config.toml is a symbolic link" in caplog.text
-    box = Sandbox(load_settings(workspace), "codex", Runtime("bwrap", "bwrap"))
-    with pytest.raises(ConfigError, match="not a regular file"), box.launch(["true"], workspace):
-        pass
+    with pytest.raises(ConfigError, match="not a regular file"):
+        codex_task(workspace, outside_tmp, "echo ran", monkeypatch)
+    assert not (workspace / OUT).exists()
     assert config.is_symlink() and elsewhere.read_text() == EVIL
 
 
