@@ -194,6 +194,9 @@ def test_a_linked_config_is_not_read_and_refuses_the_box(
         codex_task(workspace, outside_tmp, "echo ran", monkeypatch)
     assert not (workspace / OUT).exists()
     assert config.is_symlink() and elsewhere.read_text() == EVIL
+    # Found by the preflight, before the task is claimed (exit 78): the message waits as it was.
+    assert (workspace / "inbox" / "msg-1.json").exists()
+    assert not list((workspace / "inbox").glob("claimed/*.json"))
 
 
 def test_the_control_the_same_file_in_place_is_read(tmp_path: Path) -> None:
@@ -227,6 +230,10 @@ def test_box_files_makes_a_missing_config_empty_and_refuses_a_folder(tmp_path: P
     folder.mkdir()
     assert box_files("codex", [folder], create=False) == [folder / "config.toml"]
     assert not (folder / "config.toml").exists()
+    (folder / "config.toml").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        box_files("codex", [folder], create=False)  # the preflight's look refuses a link too
+    (folder / "config.toml").unlink()
     assert box_files("codex", [folder], create=True) == [folder / "config.toml"]
     made = (folder / "config.toml").stat()
     assert made.st_size == 0 and stat.S_IMODE(made.st_mode) == 0o600

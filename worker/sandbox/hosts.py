@@ -11,6 +11,7 @@ is data").
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import logging
@@ -100,17 +101,21 @@ def box_files(agent: str, folders: list[Path], *, create: bool) -> list[Path]:
     config.toml as none), so that there is a file to keep; one that is not a regular file (a
     link, which no mount can pin by its name) refuses the box."""
     found = [folder / name for folder in folders for name in BOX_FILES.get(agent, ())]
-    for path in found if create else []:
+    for path in found:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                os.close(os.open(path, flags, 0o600))
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            os.close(os.open(path, flags, 0o600))
-        except FileExistsError:
-            if not stat.S_ISREG(os.lstat(path).st_mode):
-                raise ConfigError(
-                    f"{path} is not a regular file (a symbolic link?): the agent's sandbox "
-                    "cannot keep it read-only, and worker reads the model's host from it; "
-                    "put the file itself there"
-                ) from None
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue  # the preflight's look (`create` off): made at the launch
+        if not stat.S_ISREG(mode):
+            raise ConfigError(
+                f"{path} is not a regular file (a symbolic link?): the agent's sandbox "
+                "cannot keep it read-only, and worker reads the model's host from it; "
+                "put the file itself there"
+            )
     return found
 
 
