@@ -14,7 +14,7 @@ import sys
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,10 @@ from tests.conftest import FakeAgent, needs_posix, state_of, write_message
 from tests.test_daemon_support import write_config
 from worker.config import Settings, load_settings
 from worker.daemon import health
+from worker.daemon import serve as serve_module
 from worker.daemon.serve import Server
 from worker.errors import ConfigError, LockHeld
+from worker.models import SETUP_PROBLEM
 from worker.state.store import Store
 
 
@@ -31,6 +33,7 @@ from worker.state.store import Store
 class Report:
     outcome: str = "idle"
     exit_code: int = 0
+    reason_codes: list[str] = field(default_factory=list)
 
 
 def _settings(ws: Path, **daemon: Any) -> Settings:
@@ -108,6 +111,37 @@ def test_configuration_error_stops_serve_with_78_so_it_is_not_restarted(
     assert report.exit_code == 78 and report.cycles == 1
 
 
+def test_maintenance_that_cannot_run_its_checks_does_not_stop_serve(workspace: Path) -> None:
+    """`worker run` exits 78 when maintenance's checks cannot run (the set-up to fix), but
+    that stops maintenance alone: serve goes on with the other sources; a real configuration
+    error (the agent cannot start) still stops it."""
+    reports = iter(
+        [
+            Report("failure", 78, [SETUP_PROBLEM]),
+            Report("success"),
+            Report("stopped", 78, ["AGENT_NOT_FOUND"]),
+        ]
+    )
+    server = Server(_settings(workspace), run_once=lambda s, o: next(reports), make_options=dict)
+    report = server.run()
+    assert [c.outcome for c in report.last] == ["setup_problem", "success", "config_error"]
+    assert (report.cycles, report.exit_code) == (3, 78)
+
+
+def test_a_slots_run_ended_on_maintenance_set_up_is_told_from_a_configuration_error(
+    workspace: Path,
+) -> None:
+    """With slots each run is a process: its exit 78 is read with its run's reason codes."""
+    with Store(load_settings(workspace).db_path) as store:
+        setup = store.start_run("m", 4101)
+        store.finish_run(setup, outcome="failure", reason_codes=[SETUP_PROBLEM])
+        other = store.start_run("m", 4102)
+        store.finish_run(other, outcome="stopped", reason_codes=["AGENT_NOT_FOUND"])
+        assert serve_module._setup_problem(store, 4101)
+        assert not serve_module._setup_problem(store, 4102)
+        assert not serve_module._setup_problem(store, 4103)  # no run recorded: not known
+
+
 def test_unexpected_error_crashes_serve_so_the_supervisor_sees_it(workspace: Path) -> None:
     def run_once(s: Settings, options: object) -> Report:
         raise RuntimeError("bug")
@@ -150,7 +184,7 @@ def test_a_new_inbox_file_wakes_serve_before_the_interval(workspace: Path) -> No
 
 _FAKE_RUNNER = """
 import json, sys, threading, types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ws = Path(sys.argv[1])

@@ -276,6 +276,36 @@ def test_reject_past_the_limit_starts_no_agent_and_leaves_the_pull_request_open(
     assert "no longer follows pull request #1000" in server.comments_of(REPO, 7)[0]["body"]
 
 
+def test_approve_on_the_pull_request_grants_more_rounds_too(
+    tmp_path: Path, server: FakeGitHub, fake_claude: FakeAgent
+) -> None:
+    """A maintainer reviewing the pull request answers in its conversation, not on the
+    issue: the same `/approve`, read from there."""
+    ws = _past_the_limit(tmp_path, server, fake_claude)
+    _wait_due(ws)
+    server.comment_on_pull(REPO, 1000, "/approve try the v2 parser", login="maintainer")
+    _fix(fake_claude, "Round two", "def parse(): return 3\n")
+    report = _run(ws)
+    assert report.task_id == TASK and len(fake_claude.task_calls) == 3
+    assert "try the v2 parser" in fake_claude.task_calls[-1]["stdin"]
+    assert _wait(ws)["sourceRef"]["prLimit"] == 2
+
+
+def test_the_first_answer_wins_wherever_it_was_given(
+    tmp_path: Path, server: FakeGitHub, fake_claude: FakeAgent
+) -> None:
+    """`/reject` on the pull request, then `/approve` on the issue: the earlier one decides
+    (no agent starts); an answer by someone without write access counts for nothing."""
+    ws = _past_the_limit(tmp_path, server, fake_claude)
+    _wait_due(ws)
+    server.comment_on_pull(REPO, 1000, "/approve", login="passer-by")
+    server.comment_on_pull(REPO, 1000, "/reject not this way", login="maintainer")
+    server.add_comment(REPO, 7, "/approve", login="maintainer", age_s=-2)  # 2 s later
+    report = _run(ws)
+    assert (report.outcome.value, report.task_id) == ("cancelled", TASK)
+    assert len(fake_claude.task_calls) == 2
+
+
 def test_the_merge_label_merges_past_the_limit(
     tmp_path: Path, server: FakeGitHub, fake_claude: FakeAgent
 ) -> None:

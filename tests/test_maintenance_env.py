@@ -81,6 +81,7 @@ def test_a_venv_without_pytest_is_told_once_and_no_agent_runs(
     first = _run(workspace)
     assert first.source == "fallback" and first.outcome.value == "failure"
     assert "MAINTENANCE_SETUP_PROBLEM" in first.reason_codes
+    assert first.exit_code == 78  # the set-up to fix (EX_CONFIG), not a task that failed
     assert "no module pytest" in first.reason and ".venv" in first.reason
     assert fake_claude.calls == []  # no agent, not even a reviewer
     told = [body for body in hook.bodies() if "cannot run" in json.dumps(body)]
@@ -157,9 +158,11 @@ def test_a_missing_command_is_a_setup_problem(
     workspace: Path, fake_claude: FakeAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKER_FALLBACK__TEST", '["no-such-test-runner-xyz --all"]')
-    report = _run(workspace)
-    assert "MAINTENANCE_SETUP_PROBLEM" in report.reason_codes
-    assert "not installed" in report.reason and fake_claude.calls == []
+    done = run_worker(workspace, "run", "--json")
+    assert done.returncode == 78, done.stderr  # cron's mail says: fix the set-up
+    report = json.loads(done.stdout)
+    assert "MAINTENANCE_SETUP_PROBLEM" in report["reason_codes"]
+    assert "not installed" in report["reason"] and fake_claude.calls == []
 
 
 def test_a_tool_the_project_uses_but_is_missing_is_found_before_anything_runs(

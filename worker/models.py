@@ -90,6 +90,11 @@ class AgentEvent(NamedTuple):
     raw_type: str | None = None
 
 
+# The reason code of a maintenance task whose checks cannot run (a set-up problem: no agent
+# starts, the run exits 78).
+SETUP_PROBLEM = "MAINTENANCE_SETUP_PROBLEM"
+
+
 class InfraKind(StrEnum):
     """Why an agent invocation failed for reasons outside the task: infrastructure, not work."""
 

@@ -572,6 +572,17 @@ class FakeGitHub:
                 }
             )
 
+    def comment_on_pull(self, full: str, number: int, body: str, login: str) -> None:
+        """A comment in the pull request's conversation (an issue comment on its number)."""
+        with self.lock:
+            pull = self.pull_of(full, number)
+            assert pull is not None
+            comment = {"id": self.next_id(), "body": body, "user": user(login)}
+            comment["created_at"] = comment["updated_at"] = iso()
+            comment["html_url"] = f"https://github.com/{full}/pull/{number}#c"
+            pull["_conversation"].append(comment)
+            pull["updated_at"] = comment["created_at"]
+
     def label_pull(self, full: str, number: int, name: str, by: str) -> None:
         with self.lock:
             pull = self.pull_of(full, number)

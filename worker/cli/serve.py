@@ -79,11 +79,13 @@ def serve_command(
 def _print_cycle(
     progress: ui.LiveProgress, cycle: Cycle, settings: Settings, max_cycles: int | None
 ) -> None:
+    from worker.daemon.serve import CONFIG_ERROR  # loaded by serve already
+
     detail = f" ({cycle.detail})" if cycle.detail else ""
     # The run's own number (`worker log`, `worker show`); a cycle that made no run says so.
     which = f"run {cycle.run_id}" if cycle.run_id is not None else f"cycle {cycle.number}"
     progress.note(f"{which}: {cycle.outcome}{detail}")
-    if cycle.number == max_cycles or cycle.outcome == "config_error":
+    if cycle.number == max_cycles or cycle.outcome == CONFIG_ERROR:
         return
     wait_s = (
         settings.daemon.busy_retry_s if cycle.outcome == "locked" else settings.daemon.interval_s

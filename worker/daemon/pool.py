@@ -113,11 +113,11 @@ def run_pool(
     stopping: threading.Event,
     interval_s: float,
     wake: Callable[[], bool],
-    on_exit: Callable[[int, int], bool],
+    on_exit: Callable[[int, int, int], bool],
     max_runs: int | None = None,
 ) -> None:
     """Keep the slots busy until `stopping`, or until `max_runs` runs started and ended:
-    `on_exit(number, code)` hears of each run that ended and returns False to end the pool
+    `on_exit(number, code, pid)` hears of each run that ended and returns False to end the pool
     (a configuration error): the runs still going are then asked to stop.
 
     While runs find tasks, two may be deciding at once (the second's start-up overlaps the
@@ -130,7 +130,7 @@ def run_pool(
         for item, code in pool.reap():
             busy, shut_out = item.took, code == ExitCode.LOCKED
             due = 0.0 if item.took else time.monotonic() + interval_s
-            if not on_exit(item.number, code):
+            if not on_exit(item.number, code, item.child.pid):
                 stopping.set()
         if shut_out and len(running(pool.settings)) < pool.settings.max_parallel:
             due, shut_out = 0.0, False  # one of them ended: its slot is free

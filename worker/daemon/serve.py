@@ -7,11 +7,14 @@ ask the runner (`worker.run.runner.request_stop`) to stop the agent, keep its wo
 task; see signals.py for why this happens on a watcher thread.
 
 Unexpected exceptions are not caught: a crash is what lets `worker supervise` restart this
-process and roll back a broken revision.
+process and roll back a broken revision. A configuration error ends the loop with exit 78 (do
+not restart); maintenance's set-up problem, though a run's exit 78 too, does not: it stops
+maintenance alone, which is passed over until the project changes, and the other sources go on.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -23,12 +26,15 @@ from worker.config import Settings
 from worker.daemon import health
 from worker.daemon.inbox_watch import InboxWatch
 from worker.errors import ConfigError, ExitCode, LockHeld, WorkerError
+from worker.models import SETUP_PROBLEM
 from worker.process.signals import stop_signals
 from worker.state.store import Store
 
 log = logging.getLogger(__name__)
 
 RunOnce = Callable[[Settings, Any], Any]
+CONFIG_ERROR = "config_error"  # a cycle's outcome that ends the loop (exit 78)
+SETUP_OUTCOME = "setup_problem"  # maintenance's checks cannot run: the loop goes on
 RequestStop = Callable[[str], None]
 
 
@@ -124,7 +130,7 @@ class Server:
                 last = [*last[-9:], cycle]
                 self._on_cycle(cycle)
                 health.beat(store, phase="idle", cycle=cycles, outcome=cycle.outcome)
-                if cycle.exit_code == ExitCode.CONFIG:
+                if cycle.outcome == CONFIG_ERROR:
                     exit_code = int(ExitCode.CONFIG)  # the supervisor must not restart this
                     self._stop_reason = self._stop_reason or "configuration error"
                     break
@@ -155,14 +161,16 @@ class Server:
         last: list[Cycle] = []
         exit_code = int(ExitCode.OK)
 
-        def on_exit(number: int, code: int) -> bool:
+        def on_exit(number: int, code: int, pid: int) -> bool:
             nonlocal exit_code
             outcome = {0: "done", int(ExitCode.LOCKED): "locked"}.get(code, "error")
-            cycle = Cycle(number, "config_error" if code == ExitCode.CONFIG else outcome, code)
+            if code == ExitCode.CONFIG:
+                outcome = SETUP_OUTCOME if _setup_problem(store, pid) else CONFIG_ERROR
+            cycle = Cycle(number, outcome, code)
             last[:] = [*last[-9:], cycle]
             self._on_cycle(cycle)
             health.beat(store, phase="running", cycle=number, outcome=cycle.outcome)
-            if code == ExitCode.CONFIG:
+            if outcome == CONFIG_ERROR:
                 exit_code = int(ExitCode.CONFIG)  # the supervisor must not restart this
                 self._stop_reason = self._stop_reason or "configuration error"
                 return False
@@ -190,7 +198,7 @@ class Server:
             log.info("another run holds the workspace lock; retrying in %ss", self.d.busy_retry_s)
             return Cycle(number, "locked", int(ExitCode.LOCKED), str(exc)), self.d.busy_retry_s
         except ConfigError as exc:
-            return Cycle(number, "config_error", int(ExitCode.CONFIG), str(exc)), 0.0
+            return Cycle(number, CONFIG_ERROR, int(ExitCode.CONFIG), str(exc)), 0.0
         except WorkerError as exc:
             # Expected failures (an outage, a bad message) end this cycle, not the server.
             log.warning("run failed: %s", exc)
@@ -198,6 +206,10 @@ class Server:
         outcome = str(getattr(report, "outcome", "done"))
         code = getattr(report, "exit_code", 0)
         exit_code = int(code) if code is not None else None
+        if SETUP_PROBLEM in getattr(report, "reason_codes", ()):
+            outcome = SETUP_OUTCOME
+        elif exit_code == ExitCode.CONFIG:
+            outcome = CONFIG_ERROR  # the agent cannot start, or its key is refused
         run_id = getattr(report, "run_id", None)
         return Cycle(number, outcome, exit_code, run_id=run_id), self.d.interval_s
 
@@ -214,6 +226,15 @@ class Server:
             if watch.has_new_files():
                 log.info("new inbox file: running now")
                 return
+
+
+def _setup_problem(store: Store, pid: int) -> bool:
+    """Whether the run of process `pid` (a slot's `worker run`) ended on maintenance's set-up
+    problem: its exit 78 is then about maintenance alone, which is passed over from then on."""
+    row = store.db.execute(
+        "SELECT reason_codes FROM runs WHERE pid = ? ORDER BY id DESC LIMIT 1", (pid,)
+    ).fetchone()
+    return row is not None and SETUP_PROBLEM in json.loads(row[0] or "[]")
 
 
 def serve(settings: Settings, **kwargs: Any) -> ServeReport:

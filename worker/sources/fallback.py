@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
-from worker.models import Task
+from worker.models import SETUP_PROBLEM, Task
 from worker.process.lazyimport import lazy
 from worker.process.platform.shell import shell_command
 from worker.sources.base import Listing, Skipped
@@ -34,7 +34,6 @@ _programs = lazy("worker.sandbox.programs")  # only when the checks run
 
 LAST_RUN_KEY = "fallback.last_run"
 SETUP_KEY = "fallback.setup_problem"  # the remembered set-up problem (JSON), "" when none
-SETUP_PROBLEM = "MAINTENANCE_SETUP_PROBLEM"
 SETUP_PROBLEM_KNOWN = "SETUP_PROBLEM_KNOWN"  # the same problem as last time: told once
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from worker.errors import ExitCode
-from worker.models import InfraKind, Outcome
+from worker.models import SETUP_PROBLEM, InfraKind, Outcome
 
 if TYPE_CHECKING:  # the loop and the agents load only when a task runs
     from worker.state.progress import Display
@@ -59,6 +59,8 @@ class RunReport:
     def exit_code(self) -> int:
         if self.infra in (InfraKind.AUTH, InfraKind.MISSING_BINARY):
             return ExitCode.CONFIG  # a key or the agent's path to fix; the task was left as it was
+        if SETUP_PROBLEM in self.reason_codes:
+            return ExitCode.CONFIG  # maintenance's checks cannot run: the set-up to fix, no agent
         return ExitCode.TASK_FAILED if self.outcome is Outcome.FAILURE else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import NamedTuple
 
 from worker.sources.github.selection import parse_task_id
 from worker.waits.conditions import CheckContext, Verdict, Waiting, clip, decision_text
@@ -93,17 +95,26 @@ def _approval(
     verdict = Verdict()
     found = first_answer(ctx, look, wait, repo, number, verdict)
     if found is not None:
-        approved, who, note = found
-        verdict.answer = decision_text(approved, who, f"a comment on {repo}#{number}", note)
+        where = f"a comment on {repo}#{number}"
+        verdict.answer = decision_text(found.approved, found.who, where, found.note)
     return verdict
+
+
+class Answer(NamedTuple):
+    """A person's `/approve` or `/reject` comment, read as an answer to a wait."""
+
+    approved: bool
+    who: str
+    note: str  # the words after `/approve` or `/reject`
+    at: datetime
 
 
 def first_answer(
     ctx: CheckContext, look: GitHubLook, wait: Waiting, repo: str, number: int, verdict: Verdict
-) -> tuple[bool, str, str] | None:
-    """The first `/approve` or `/reject` comment on the issue since the wait began, by someone
-    who may answer it: (approved, who, the note after the word). The others go to
-    `verdict.ignored` with their reason."""
+) -> Answer | None:
+    """The first `/approve` or `/reject` comment on issue (or pull request) `number` since the
+    wait began, by someone who may answer it. The others go to `verdict.ignored` with their
+    reason."""
     for comment in sorted(look.comments(repo, number, wait.since), key=lambda c: c.created_at):
         if comment.created_at < whole(wait.since):
             continue
@@ -121,7 +132,7 @@ def first_answer(
             )
             continue
         note = comment.body.strip()[len(word) :].strip()
-        return word == "/approve", comment.author, note
+        return Answer(word == "/approve", comment.author, note, comment.created_at)
     return None
 
 

@@ -10,7 +10,8 @@ status, the reviews and the review comments. In this order:
   trusted approval on the current head: worker merges, and the task ends as a success; when
   something is missing, the ledger says what (once);
 - past the follow-up limit (`github_pr_limit`), nothing below resumes the task until a
-  person answers on the issue: `/approve` (more rounds) or `/reject` (the task ends);
+  person answers on the issue or the pull request: `/approve` (more rounds) or `/reject`
+  (the task ends);
 - a conflict with the base, checks that all finished with some failing, or a trusted
   reviewer's request for changes (review bodies and inline comments, not edited since): the
   task resumes with what needs work, quoted as data.
@@ -179,10 +180,10 @@ def _past_limit(pull: Pull, checks: Checks, verdict: Verdict) -> Verdict | str:
         if verdict.seen != pull.wait.seen:
             _tell(pull, verdict.seen)
         return verdict
-    approved, who, note = answer
-    if not approved:
-        return rejected(pull, who)
-    return grant_rounds(pull, who) + (f". Their note: {note}\n\n" if note else ".\n\n")
+    if not answer.approved:
+        return rejected(pull, answer.who)
+    note = f". Their note: {answer.note}\n\n" if answer.note else ".\n\n"
+    return grant_rounds(pull, answer.who) + note
 
 
 def _tell(pull: Pull, standing: str) -> None:

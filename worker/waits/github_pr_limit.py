@@ -1,6 +1,7 @@
 """A pull request past its follow-up limit (`[github] max_follow_ups`): worker still follows
 it (a merge, a close or the merge label end it as before), and resumes nothing until a person
-answers on the issue: `/approve` grants `max_follow_ups` more rounds of fixes (the agent starts
+answers on the issue or on the pull request (its conversation, where a maintainer reviewing it
+is): `/approve` grants `max_follow_ups` more rounds of fixes (the agent starts
 only when the pull request needs work), `/reject` ends the task without starting the agent,
 the pull request left open for people."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from worker.waits.conditions import HELD, Verdict
-from worker.waits.github_checks import first_answer
+from worker.waits.github_checks import Answer, first_answer
 from worker.waits.record import save_wait
 
 if TYPE_CHECKING:
@@ -20,13 +21,17 @@ def held(pull: Pull) -> bool:
     return bool(pull.wait.state.source_ref.get("prHeld"))
 
 
-def answer_past_limit(pull: Pull, verdict: Verdict) -> tuple[bool, str, str] | None:
-    """A trusted person's `/approve` or `/reject` on the task's issue since the wait began:
-    (approved, who, their note); None while nobody answered."""
+def answer_past_limit(pull: Pull, verdict: Verdict) -> Answer | None:
+    """A trusted person's first `/approve` or `/reject` since the wait began, on the task's
+    issue or on the pull request; None while nobody answered."""
     number = pull.wait.state.source_ref.get("number")
-    if not str(number).isdigit():
-        return None
-    return first_answer(pull.ctx, pull.look, pull.wait, pull.repo, int(str(number)), verdict)
+    places = [int(str(number))] if str(number).isdigit() else []
+    answers = [
+        found
+        for place in [*places, pull.number]
+        if (found := first_answer(pull.ctx, pull.look, pull.wait, pull.repo, place, verdict))
+    ]
+    return min(answers, key=lambda answer: answer.at, default=None)
 
 
 def rejected(pull: Pull, who: str) -> Verdict:
@@ -54,4 +59,4 @@ def grant_rounds(pull: Pull, who: str) -> str:
 
 
 def held_standing() -> str:
-    return f"{HELD}: a person answers /approve or /reject on the issue"
+    return f"{HELD}: a person answers /approve or /reject on the issue or the pull request"

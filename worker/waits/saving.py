@@ -137,7 +137,7 @@ def save_pull_request_wait(
     held = rounds >= limit
     if held:  # still followed: a merge, a close or the merge label end it as ever
         state.reason = held_reason(number, rounds, settings.github.max_follow_ups)
-        state.wait_for = f"a person's /approve or /reject on the issue {url}".strip()
+        state.wait_for = f"a person's /approve or /reject on the issue or {url}".strip()
     else:
         state.reason = f"pull request #{number} is open"
         state.wait_for = f"pull request #{number}: its checks, reviews and merge {url}".strip()

@@ -129,8 +129,8 @@ def held_reason(number: int, rounds: int, more: int) -> str:
     """What a pull request at its follow-up limit waits for, in words for the issue."""
     return (
         f"pull request #{number} has had {rounds} round(s) of fixes, its limit ([github] "
-        f"max_follow_ups = {more}): a person decides. Comment `/approve` on the issue for "
-        f"{more} more round(s) (text after it goes to the agent), or `/reject` to stop "
-        "following it (no agent starts; the pull request stays open for you). The merge label "
-        "still merges it once its checks pass and it is approved."
+        f"max_follow_ups = {more}): a person decides. Comment `/approve` on the issue or the "
+        f"pull request for {more} more round(s) (text after it goes to the agent), or `/reject` "
+        "to stop following it (no agent starts; the pull request stays open for you). The merge "
+        "label still merges it once its checks pass and it is approved."
     )
