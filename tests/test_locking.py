@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from worker.config import load_settings
 from worker.daemon.guard import single_supervisor
 from worker.errors import LockHeld
-from worker.process.locking import held, workspace_lock
+from worker.process.locking import held, held_in_turn, workspace_lock
 
 # Holds the lock of argv[1] until its stdin closes or it is killed; says "locked" first.
 HOLDER = """
@@ -144,3 +145,46 @@ def test_a_lock_taken_in_turn_waits_for_its_holder_and_is_then_held(tmp_path: Pa
         pass
     leave.set()
     thread.join()
+
+
+def test_a_lock_waited_for_is_taken_when_its_holder_lets_go_and_refused_past_the_wait(
+    tmp_path: Path,
+) -> None:
+    """`held_in_turn` with `wait_s`: taken once the other process releases it; LockHeld with
+    the caller's words when it is still held after `wait_s`."""
+    path = tmp_path / "x.lock"
+    proc = _holder(path)
+    with (
+        pytest.raises(LockHeld, match=r"^still busy$"),
+        held_in_turn(path, poll_s=0.01, wait_s=0.2, busy="still busy"),
+    ):
+        pytest.fail("the lock was taken while another process held it")
+    threading.Timer(0.3, proc.communicate, args=("",)).start()  # lets go while we wait
+    with held_in_turn(path, poll_s=0.01, wait_s=600, busy="busy"):
+        assert proc.wait() == 0
+
+
+def test_ending_a_wait_waits_for_a_slots_scheduling_but_not_for_a_whole_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With slots a run holds the workspace lock only while it schedules: `waits approve`,
+    `cancel` or a Telegram answer then wait for it; with one slot a run holds it for its
+    whole task, and they are refused at once (exit 75), as before."""
+    from worker.waits import service
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    settings = load_settings(ws)
+    settings.state.mkdir(parents=True, exist_ok=True)
+    proc = _holder(settings.state / "run.lock")
+    try:
+        with pytest.raises(LockHeld, match="try again when it ends"), service._run_lock(settings):
+            pytest.fail("taken while a run held the workspace")
+    finally:
+        proc.communicate("")
+    monkeypatch.setenv("WORKER_MAX_PARALLEL", "3")
+    slots = load_settings(ws)
+    proc = _holder(slots.state / "run.lock")
+    threading.Timer(0.3, proc.communicate, args=("",)).start()  # the slot's run has claimed
+    with service._run_lock(slots) as store:
+        assert proc.wait() == 0 and tuple(store.db.execute("SELECT 1").fetchone()) == (1,)

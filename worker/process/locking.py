@@ -71,28 +71,38 @@ def held(path: Path, busy: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def held_in_turn(path: Path, poll_s: float = 0.1) -> Iterator[None]:
+def held_in_turn(
+    path: Path, poll_s: float = 0.1, wait_s: float | None = None, busy: str = "busy"
+) -> Iterator[None]:
     """Hold the OS lock of `path` for the block, waiting while another process holds it: work
-    that slots (`max_parallel`) must do one at a time, such as the reviewers between tasks."""
+    that slots (`max_parallel`) must do one at a time, such as the reviewers between tasks.
+    With `wait_s`, LockHeld(`busy`) once it is still held after that long."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = None if wait_s is None else time.monotonic() + wait_s
     with contextlib.ExitStack() as stack:
         while True:
             try:
-                stack.enter_context(held(path, "busy"))
+                stack.enter_context(held(path, busy))
                 break
             except LockHeld:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
                 time.sleep(poll_s)
         yield
 
 
 @contextlib.contextmanager
-def workspace_lock(settings: Settings, busy: str | None = None) -> Iterator[None]:
-    """Hold `<state>/run.lock` for the block; `busy` is the message when it is taken. The
-    first holder moves a workspace's old `.worker/` state folder into the state folder, and
-    the waits of its old `wait_states/` folder into the wait-state folder."""
+def workspace_lock(
+    settings: Settings, busy: str | None = None, wait_s: float = 0.0
+) -> Iterator[None]:
+    """Hold `<state>/run.lock` for the block; `busy` is the message when it is taken (and
+    still taken after `wait_s`). The first holder moves a workspace's old `.worker/` state
+    folder into the state folder, and the waits of its old `wait_states/` folder into the
+    wait-state folder."""
     migrate_legacy(settings.workspace, settings.state)
     migrate_wait_states(settings)
     settings.state.mkdir(parents=True, exist_ok=True)
     busy = busy or f"another worker run holds the lock of {settings.workspace}; try again later"
-    with held(settings.state / "run.lock", busy):
+    path = settings.state / "run.lock"
+    with held(path, busy) if wait_s <= 0 else held_in_turn(path, wait_s=wait_s, busy=busy):
         yield

@@ -23,6 +23,9 @@ from worker.waits.state import WaitState, file_name, load_wait_state, wait_state
 # Routes the store's claims where the run would (a fleet's database); the command line
 # passes `worker.fleet.fleet_session`, which this layer may not import.
 Attach = Callable[[Settings, Store], contextlib.AbstractContextManager[Any]]
+# How long a command that ends a wait waits for a slot's run to finish scheduling (its
+# snapshot, decision and claim hold the workspace lock for a few seconds) before exit 75.
+SCHEDULING_WAIT_S = 30.0
 
 
 @contextlib.contextmanager
@@ -37,10 +40,12 @@ def _ledger(settings: Settings, create: bool = False) -> Iterator[Ledger | None]
 @contextlib.contextmanager
 def _run_lock(settings: Settings, attach: Attach | None = None) -> Iterator[Store]:
     """The workspace's run lock: no run resumes a wait while we end it. With `attach`, the
-    claims a wait's end releases are the fleet's, as in a run."""
+    claims a wait's end releases are the fleet's, as in a run. With slots (`max_parallel` >
+    1) a run holds it only while it schedules, seconds: it is waited for, not refused."""
     busy = "a worker run is active in this workspace; try again when it ends"
+    wait_s = SCHEDULING_WAIT_S if settings.max_parallel > 1 else 0.0
     with contextlib.ExitStack() as stack:
-        stack.enter_context(workspace_lock(settings, busy))
+        stack.enter_context(workspace_lock(settings, busy, wait_s))
         store = stack.enter_context(Store(settings.db_path))
         if attach is not None:
             stack.enter_context(attach(settings, store))
