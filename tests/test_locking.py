@@ -167,9 +167,9 @@ def test_a_lock_waited_for_is_taken_when_its_holder_lets_go_and_refused_past_the
 def test_ending_a_wait_waits_for_a_slots_scheduling_but_not_for_a_whole_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With slots a run holds the workspace lock only while it schedules: `waits approve`,
-    `cancel` or a Telegram answer then wait for it; with one slot a run holds it for its
-    whole task, and they are refused at once (exit 75), as before."""
+    """With slots a run holds the workspace lock only while it schedules: `waits cancel`,
+    `adopt` and `prune` then wait for it; with one slot a run holds it for its whole task,
+    and they are refused at once (exit 75), as before."""
     from worker.waits import service
 
     ws = tmp_path / "ws"

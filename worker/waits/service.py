@@ -23,7 +23,7 @@ from worker.waits.state import WaitState, file_name, load_wait_state, wait_state
 # Routes the store's claims where the run would (a fleet's database); the command line
 # passes `worker.fleet.fleet_session`, which this layer may not import.
 Attach = Callable[[Settings, Store], contextlib.AbstractContextManager[Any]]
-# How long a command that ends a wait waits for a slot's run to finish scheduling (its
+# How long `waits cancel`, `adopt` and `prune` wait for a slot's run to finish scheduling (its
 # snapshot, decision and claim hold the workspace lock for a few seconds) before exit 75.
 SCHEDULING_WAIT_S = 30.0
 
