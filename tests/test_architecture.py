@@ -188,7 +188,9 @@ LAYERS: tuple[Layer, ...] = (
         (
             "worker",
             "worker.config",
+            "worker.config_keys",
             "worker.config_load",
+            "worker.config_origin",
             "worker.delivery",
             "worker.daemon.settings",
             "worker.errors",

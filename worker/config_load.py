@@ -1,28 +1,47 @@
-"""Reading `worker.toml` and `WORKER_*`: which keys are settings, the closest real one to a key
-that is not, and the problems a load found.
+"""Reading `worker.toml` and `WORKER_*`: the data read, each key's origin, and the problems a
+load found.
 
 `config.load_settings` checks each key of `worker.toml` and each `WORKER_*` variable against the
 settings models before it validates them, so an unknown one is named with the closest real
 setting ("did you mean `machine_id`?") instead of pydantic's "Extra inputs are not permitted".
-What it finds is a `ConfigProblem`: where (the file or the variable), what, and the fix. The
-models of the sections made at their first use are imported only when a key in them is checked,
-and all of them only when a key matches nothing at its own level.
+What it finds is a `ConfigProblem`: where (the file or the variable), what, and the fix. Which
+keys are settings is `config_keys`; where the files are and where each key came from,
+`config_origin`.
 """
 
 import json
-import sys
-import types
-import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from worker.config_keys import ENV_PREFIX, Keys, SectionModel, _close, dotted, env_name, suggestion
+from worker.config_origin import CONFIG_VAR, USER_CONFIG, Sources, user_config_path
 from worker.errors import ConfigError
 
-ENV_PREFIX = "WORKER_"
+# Importable from here as before: the keys' tree and the settings' origin.
+__all__ = [
+    "CONFIG_VAR",
+    "ENV_PREFIX",
+    "NOT_SETTINGS",
+    "USER_CONFIG",
+    "Build",
+    "ConfigProblem",
+    "Keys",
+    "Loader",
+    "SectionModel",
+    "Sources",
+    "describe",
+    "dotted",
+    "drop",
+    "env_name",
+    "set_nested",
+    "suggestion",
+    "user_config_path",
+]
+
 # Variables with the prefix that are not settings: secrets (read where they are used, never
 # stored), the `--workspace`, `--config` and `--log-level` options, the inbox's short name, and the
 # variable worker sets for the Windows shell of its own children
@@ -39,11 +58,6 @@ NOT_SETTINGS = frozenset(
         "WORKER_SHELL_COMMAND",
     }
 )
-# Close enough to name as "did you mean": difflib's own default cutoff.
-_CUTOFF = 0.6
-
-# The model of a section by name (config.section_model), for the sections made at first use.
-SectionModel = Callable[[str], type[BaseModel]]
 
 
 @dataclass(frozen=True)
@@ -57,162 +71,6 @@ class ConfigProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}; {self.fix}"
-
-
-USER_CONFIG = "config.toml"
-CONFIG_VAR = "WORKER_CONFIG"  # `--config FILE`, as the variable the run's children inherit
-
-
-def user_config_path(env: Mapping[str, str], platform: str = sys.platform) -> Path:
-    """The user-wide `config.toml`, where the platform keeps a user's configuration:
-    `$XDG_CONFIG_HOME/worker/` (else `~/.config/worker/`), `~/Library/Application Support/
-    worker/` on macOS, `%APPDATA%\\worker\\` on Windows."""
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    if platform == "win32":
-        appdata = env.get("APPDATA")
-        base = Path(appdata) if appdata else home / "AppData" / "Roaming"
-    elif platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        xdg = env.get("XDG_CONFIG_HOME", "")
-        # The XDG specification ignores a relative path in its variables.
-        base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
-    return base / "worker" / USER_CONFIG
-
-
-@dataclass(frozen=True)
-class Sources:
-    """Where the settings came from: the files in the order read (lowest first), each with
-    whether it was there, and the origin of each key given (a file, a variable, the command
-    line); a key with none has its default. Command line > environment > workspace file >
-    user file > defaults."""
-
-    files: tuple[tuple[str, Path, bool], ...]  # (layer, path, read)
-    origin: Mapping[tuple[str, ...], str]
-
-    def given(self) -> list[tuple[tuple[str, ...], str]]:
-        """Each key given, with its origin, in a stable order (leaves only)."""
-        keys = sorted(self.origin)
-        leaves = [k for k in keys if not any(o[: len(k)] == k and o != k for o in keys)]
-        return [(key, self.origin[key]) for key in leaves]
-
-
-@dataclass(frozen=True)
-class Keys:
-    """The tree of settings: the root model, and the sections it makes at first use."""
-
-    root: type[BaseModel]
-    lazy: tuple[str, ...]
-    section: SectionModel
-
-    def model_at(self, path: tuple[str, ...]) -> type[BaseModel] | None:
-        """The model whose fields are the keys under `path`; None: any key goes (a table of
-        the user's own names, such as `[supervision.tools]`) or `path` is no section."""
-        model: type[BaseModel] | None = self.root
-        for depth, part in enumerate(path):
-            if model is None:
-                return None
-            if depth == 0 and part in self.lazy:
-                model = self.section(part)
-                continue
-            field = model.model_fields.get(part)
-            model = None if field is None else _model_of(field.annotation)
-        return model
-
-    def names(self, path: tuple[str, ...]) -> list[str] | None:
-        model = self.model_at(path)
-        if model is None:
-            return None
-        names = [name for name in model.model_fields if not (path == () and name == "workspace")]
-        return names + list(self.lazy) if path == () else names
-
-    def known(self, path: tuple[str, ...]) -> bool:
-        """Whether `path` names a setting (or a key in a table of the user's own names)."""
-        for depth, part in enumerate(path):
-            names = self.names(path[:depth])
-            if names is None:
-                return depth > 0  # below a key whose value is a table or a value
-            if part not in names:
-                return False
-        return True
-
-    def unknown(
-        self, data: dict[str, Any], path: tuple[str, ...] = ()
-    ) -> Iterator[tuple[str, ...]]:
-        """The keys of `data` (nested tables too) that are no setting."""
-        known = self.names(path)
-        if known is None:
-            return
-        for key, value in data.items():
-            if key not in known:
-                yield (*path, key)
-            elif isinstance(value, dict):
-                yield from self.unknown(value, (*path, key))
-
-    def closest(self, path: tuple[str, ...]) -> tuple[str, ...] | None:
-        """The real setting nearest to the unknown key at `path`: a close spelling at the same
-        level, a name holding the key as a word (`id` -> `machine_id`), else the same name in
-        another section (`interval_s` -> `daemon.interval_s`)."""
-        near = self.near(path)
-        if near is not None:
-            return near
-        key = path[-1]
-        everywhere = list(self._all(()))
-        same = [found for found in everywhere if found[-1] == key]
-        if same:
-            return same[0]
-        leaves = {found[-1]: found for found in reversed(everywhere)}
-        match = _close(key, list(leaves))
-        return leaves[match] if match is not None else None
-
-    def near(self, path: tuple[str, ...]) -> tuple[str, ...] | None:
-        """A setting at the same level as `path` spelled close to it, or holding its key as a
-        word of its name."""
-        *parents, key = path
-        here = self.names(tuple(parents)) or []
-        match = _close(key, here) or next((n for n in here if key in n.split("_")), None)
-        return None if match is None else (*parents, match)
-
-    def _all(self, path: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-        for name in self.names(path) or []:
-            yield (*path, name)
-            if self.model_at((*path, name)) is not None:
-                yield from self._all((*path, name))
-
-
-def _close(key: str, names: Iterable[str]) -> str | None:
-    import difflib  # only with a key to name: 1 ms of every start otherwise
-
-    found = difflib.get_close_matches(key, list(names), n=1, cutoff=_CUTOFF)
-    return found[0] if found else None
-
-
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    """The model a field holds (`Model`, `Model | None`); None for a dict, a list, a value."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            if isinstance(arg, type) and issubclass(arg, BaseModel):
-                return arg
-    return None
-
-
-def env_name(path: tuple[str, ...]) -> str:
-    """`("github", "repos")` -> `WORKER_GITHUB__REPOS`."""
-    return ENV_PREFIX + "__".join(part.upper() for part in path)
-
-
-def dotted(path: tuple[str, ...]) -> str:
-    return ".".join(path)
-
-
-def suggestion(keys: Keys, path: tuple[str, ...], as_env: bool) -> str:
-    """`did you mean `machine_id`?` (or the variable's name), or a pointer to the list."""
-    found = keys.closest(path)
-    if found is None:
-        return "see the README's Configuration section for the settings"
-    return f"did you mean `{env_name(found) if as_env else dotted(found)}`?"
 
 
 class Loader:
