@@ -21,11 +21,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.conftest import write_message
 from tests.escape_support import RUNTIMES, box_home, outside_tmp, use_runtime
 from tests.sandbox_support import sandbox_runtime
 from tests.test_sandbox import bwrap_works
+from worker.cli.app import app
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.process.proc import run_process
@@ -197,6 +199,30 @@ def test_a_linked_config_is_not_read_and_refuses_the_box(
     # Found by the preflight, before the task is claimed (exit 78): the message waits as it was.
     assert (workspace / "inbox" / "msg-1.json").exists()
     assert not list((workspace / "inbox").glob("claimed/*.json"))
+
+
+def test_doctor_names_a_linked_codex_config_before_any_run(
+    workspace: Path, box_home: Path, tmp_path: Path, outside_tmp: Path
+) -> None:
+    """`worker doctor` fails (exit 78) naming the link, where a run's preflight would refuse
+    every Codex box; a regular config.toml is no finding."""
+    codex = fake_codex(outside_tmp, "true")
+    codex.write_text("#!/bin/sh\necho 'codex-cli 0.169.0'\n")
+    (workspace / "modes").mkdir(exist_ok=True)
+    mode = {"id": "codex-mode", "model": "gpt-x", "maxIterations": 1, "agent": "codex"}
+    (workspace / "modes" / "modes.json").write_text(json.dumps({"modes": [mode]}))
+    config = box_home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.symlink_to(tmp_path / "elsewhere.toml")
+    env = {"WORKER_CODEX_BIN": str(codex)}
+    done = CliRunner().invoke(app, ["doctor", "--json", "-w", str(workspace)], env=env)
+    failed = [f["message"] for f in json.loads(done.stdout)["findings"] if f["status"] == "fail"]
+    assert done.exit_code == 78 and any(f"{config} is not a regular file" in m for m in failed)
+    config.unlink()
+    config.write_text(OWN)
+    done = CliRunner().invoke(app, ["doctor", "--json", "-w", str(workspace)], env=env)
+    found = json.loads(done.stdout)["findings"]
+    assert not any("not a regular file" in f["message"] for f in found)
 
 
 def test_the_control_the_same_file_in_place_is_read(tmp_path: Path) -> None:

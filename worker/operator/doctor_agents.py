@@ -11,8 +11,11 @@ from pathlib import Path
 
 from worker.agents import gemini_setup
 from worker.agents.infra import cli_name, executable_problem
+from worker.errors import ConfigError
 from worker.operator.doctor_findings import Context, Finding, Status
 from worker.process.proc import run_process
+from worker.sandbox.box import session_dirs
+from worker.sandbox.hosts import box_files
 
 # The versions the conformance tests drive (tests/realcli/package.json): another major.minor
 # may print a stream worker has not been checked against.
@@ -41,6 +44,17 @@ def check_agents(context: Context) -> Iterable[Finding]:
         executable = getattr(settings, setting, agent)
         names = ", ".join(mode.id for mode in modes)
         yield _version_finding(agent, executable, setting, names, settings.workspace)
+        yield from _box_files(agent, context.env)
+
+
+def _box_files(agent: str, env: Mapping[str, str]) -> Iterable[Finding]:
+    """A file the box keeps read-only (Codex's config.toml) that is not a regular file refuses
+    every box of that agent (the run's preflight says so too, exit 78): said here first."""
+    home = Path(env.get("HOME") or Path.home())
+    try:
+        box_files(agent, session_dirs(agent, env, home, create=False), create=False)
+    except ConfigError as exc:
+        yield Finding("agents", Status.FAIL, str(exc))
 
 
 def check_gemini(context: Context) -> Iterable[Finding]:

@@ -170,7 +170,7 @@ def policy_for(
     cwd = cwd.resolve()
     git_dirs = _git_dirs(settings.workspace.resolve(), cwd)
     write = [cwd, *git_dirs] if tree else []
-    sessions = _session_dirs(agent, env, home, create)
+    sessions = session_dirs(agent, env, home, create)
     write += sessions
     write += [reach.absolute(settings, path) for path in box.allow_write]
     deny = reach.deny_list(settings, home, env)
@@ -191,7 +191,8 @@ def policy_for(
     )
 
 
-def _session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
+def session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
+    """The CLI folders `agent` writes its sessions to (its variable, else under the home)."""
     found = []
     for variable, default in SESSION_DIRS.get(agent, ()):
         named = env.get(variable)
