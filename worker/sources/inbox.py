@@ -8,54 +8,39 @@ unknown keys are kept. A message that cannot be read is moved to `rejected/` wit
 Ids identify messages, never file names: a finished message is kept in `done/` under its id,
 and a new message may reuse an old file name. `done/` is never listed: only an explicit
 `--task-id` runs a finished message again, on a fresh copy. Replies go to `outbox/`.
+
+Here: the listing and `find`; the claims are in inbox_claims.py, the replies in
+inbox_replies.py, joined by `InboxSource` (their names re-exported here).
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
-import json
 import logging
 import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from worker.config import Settings
-from worker.errors import ConfigError
-from worker.models import Outcome, Task
-from worker.process.lazyimport import lazy
+from worker.models import Task
 from worker.process.platform.names import portable_name
 from worker.sources.base import Listing, Skipped
-from worker.sources.message import UTF8_BOM, Message, addressed_messages, outbox
-from worker.state.fsutil import atomic_write_text, json_files, quarantine, rename, replace
-from worker.state.store import Store
+from worker.sources.inbox_claims import InboxClaims, give_back, held_name, vacant
+from worker.sources.inbox_replies import InboxReplies, reply_body
+from worker.sources.message import Message, addressed_messages, outbox
+from worker.state.fsutil import atomic_write_text, json_files, quarantine
 from worker.waits.state import file_name
 
-if TYPE_CHECKING:
-    from worker.results import TaskResult
+__all__ = ["InboxSource", "give_back", "held_name", "reply_body", "vacant"]
 
 log = logging.getLogger(__name__)
-_proc = lazy("worker.process.proc")  # redact(), for replies only: an idle run writes none
 
 # Claim states of a task that ran to an end (not `released`: a stopped task comes back).
 _FINISHED = frozenset({"success", "failure", "waiting", "cancelled"})
 
 
-class InboxSource:
-    name = "inbox"
-
-    def __init__(self, settings: Settings, store: Store | None, dry_run: bool = False) -> None:
-        self.settings = settings
-        self.store = store
-        self.dry_run = dry_run  # list only: a bad message is named, not moved
-        self.root = settings.inbox
-        self.claimed = self.root / "claimed"
-        self.done = self.root / "done"
-        self.rejected = self.root / "rejected"
+class InboxSource(InboxClaims, InboxReplies):
+    """The inbox as a `TaskSource`: its listing here, its claims and replies beside."""
 
     # -- listing ----------------------------------------------------------------------------
     def list(self) -> Listing:
@@ -140,16 +125,6 @@ class InboxSource:
             )
         return None
 
-    def _read(self, path: Path) -> Message | None:
-        """One message file, wherever it is (for `--task-id` and status updates)."""
-        try:
-            return Message.model_validate_json(path.read_bytes().removeprefix(UTF8_BOM))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValidationError) as exc:
-            log.warning("inbox: cannot read %s: %s", path, exc)
-            return None
-
     def _reject(self, path: Path, reason: str, listing: Listing | None) -> None:
         log.warning("inbox: %s: %s (moved to %s)", path.name, reason, self.rejected)
         if listing is not None:
@@ -224,196 +199,6 @@ class InboxSource:
                         task.ref["origin"] = "done"
                     return task
         return None
-
-    # -- claims -----------------------------------------------------------------------------
-    def recover_expired(self) -> builtins.list[str]:
-        """Give back the messages whose claim lease expired; return their ids."""
-        if self.store is None:
-            return []
-        recovered = []
-        for claim in self.store.expired_claims():
-            if claim["source"] != self.name or not self._holds(claim):
-                continue
-            if self.store.recover_claim(claim["task_id"], lambda row: give_back(self.root, row)):
-                recovered.append(claim["task_id"])
-                log.warning("inbox: lease of %s expired; it is available again", claim["task_id"])
-        return recovered
-
-    def _holds(self, claim: dict[str, Any]) -> bool:
-        """Whether this inbox holds the claimed message. A fleet's claims are shared and its
-        inboxes may not be: only a run that has the file in its `claimed/` brings it back, or
-        another machine's expired claim would be released with its file stranded there."""
-        if self.store is None or self.store.claims is None:
-            return True  # one machine: a claim whose file is gone is released all the same
-        return (self.claimed / held_name(claim)).exists()
-
-    def claim(self, task: Task, run_id: int) -> bool:
-        assert self.store is not None
-        name = task.ref.get("file", f"{task.id}.json")
-        held = file_name(task.id)  # one live claim per id: never another claim's file
-        try:
-            self.claimed.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                f"inbox folder {self.root}: cannot create {self.claimed.name}/ to claim "
-                f"messages ({exc.strerror or exc}); give this user write access"
-            ) from exc
-        if task.ref.get("origin") != "done" and not (self.root / name).exists():
-            return False  # taken since the listing (by a run sharing the inbox): not ours
-        if not self.store.claim(
-            task.id,
-            self.name,
-            self.settings.machine_id,
-            os.getpid(),
-            self.settings.lease_seconds,
-            file=name,
-            held=held,
-            run_id=run_id,
-            origin=task.ref.get("origin", "inbox"),
-        ):
-            return False
-        try:
-            if task.ref.get("origin") == "done":
-                taken = self._fresh_copy(name, held)  # `--task-id` of a finished message
-            else:
-                # The rename is the atomic step: of two runs, exactly one moves the file.
-                rename(self.root / name, self.claimed / held)
-                taken = self._read(self.claimed / held)
-        except FileNotFoundError:
-            self.store.release_claim(task.id, "lost")
-            return False
-        except OSError as exc:
-            # Not taken after all: no lease holds it back.
-            self.store.release_claim(task.id, "released")
-            raise ConfigError(
-                f"inbox folder {self.root}: cannot move {name} into {self.claimed.name}/ "
-                f"({exc.strerror or exc}); give this user write access"
-            ) from exc
-        if taken is None or taken.id != task.id:
-            # A listing older than the folder: the file now holds another message. Put back
-            # what we just moved, untouched.
-            with contextlib.suppress(FileNotFoundError):
-                rename(self.claimed / held, vacant(self.root, name, task.id))
-            self.store.release_claim(task.id, "lost")
-            return False
-        task.ref["held"] = held
-        return True
-
-    def _fresh_copy(self, name: str, held: str) -> Message | None:
-        """A finished message copied into `claimed/` as unread; `done/` keeps its own."""
-        message = self._read(self.done / name)
-        if message is None:
-            raise FileNotFoundError(self.done / name)
-        message.status = "unread"
-        atomic_write_text(self.claimed / held, message.dump())
-        return message
-
-    def renew(self, task: Task) -> None:
-        if self.store is not None:
-            self.store.renew_claim(task.id, self.settings.lease_seconds)
-
-    def release(self, task: Task, result: TaskResult) -> None:
-        """Move the message out of `claimed/`, then end the claim: a crash in between leaves
-        an expired claim whose file is already where it belongs."""
-        assert self.store is not None
-        name = task.ref.get("file", f"{task.id}.json")
-        held = self.claimed / task.ref.get("held", name)
-        if result.outcome is not Outcome.STOPPED:
-            target, state = self.done / file_name(task.id), result.outcome.value
-        elif task.ref.get("origin") == "done":
-            target, state = None, "released"  # a stopped rerun: done/ keeps the original
-        else:
-            target, state = vacant(self.root, name, task.id), "released"
-        try:
-            if target is None:
-                os.unlink(held)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                replace(held, target)
-        except FileNotFoundError:
-            log.warning("inbox: claimed message %s vanished before release", name)
-        if target is not None and state != "released":
-            self._set_status(target, "read")  # in done/, never listed: a crash here is harmless
-        self.store.release_claim(task.id, state)
-
-    def _set_status(self, path: Path, status: str) -> None:
-        message = self._read(path)
-        if message is not None:
-            message.status = status
-            atomic_write_text(path, message.dump())
-
-    # -- reporting --------------------------------------------------------------------------
-    def report(self, task: Task, result: TaskResult) -> None:
-        """Reply to the sender in `<inbox>/outbox/`; the reply id is stable, so a retry
-        overwrites the same file instead of sending twice."""
-        if not task.sender:
-            return
-        reply = Message.model_validate(
-            {
-                "id": f"{task.id}-{result.outcome.value}-reply",
-                "from": self.settings.machine_id,
-                "to": task.sender,
-                "subject": f"[{result.outcome.value}] {task.title}"[:200],
-                "body": reply_body(result),
-                "status": "unread",
-                "priority": "normal",
-                "created_at": datetime.now(UTC),
-                "thread_id": task.ref.get("thread_id", task.id),
-                "in_reply_to": task.id,
-            }
-        )
-        atomic_write_text(outbox(self.root) / f"{portable_name(reply.id)}.json", reply.dump())
-
-
-def give_back(root: Path, claim: dict[str, Any]) -> None:
-    """Move an expired claim's message from `claimed/` back into the inbox (the recovery step
-    of `Store.recover_claim`); a file already gone (done, or back) is left as it is. The fresh
-    copy of a `--task-id` rerun is dropped: the finished message stays in `done/`."""
-    detail = json.loads(claim["detail"] or "{}")
-    name = Path(str(detail.get("file") or f"{claim['task_id']}.json")).name
-    held = root / "claimed" / held_name(claim)
-    with contextlib.suppress(FileNotFoundError):
-        if detail.get("origin") == "done":
-            os.unlink(held)
-        else:
-            replace(held, vacant(root, name, claim["task_id"]))
-
-
-def held_name(claim: dict[str, Any]) -> str:
-    """The claimed message's name in `claimed/`: named after its id (older claims kept the
-    name the message came with)."""
-    detail = json.loads(claim["detail"] or "{}")
-    return Path(str(detail.get("held") or detail.get("file") or f"{claim['task_id']}.json")).name
-
-
-def vacant(root: Path, name: str, task_id: str) -> Path:
-    """Where a claimed message goes back into the inbox: under its own name, unless a new
-    message has taken that name meanwhile (never overwritten), then under its id."""
-    for candidate in (name, file_name(task_id)):
-        if not (root / candidate).exists():
-            return root / candidate
-    stem, n = Path(file_name(task_id)).stem, 2
-    while (root / f"{stem}.{n}.json").exists():
-        n += 1
-    return root / f"{stem}.{n}.json"
-
-
-def reply_body(result: TaskResult) -> str:
-    lines = [
-        f"Outcome: {result.outcome.value}",
-        f"Reason: {result.reason or '-'}",
-        f"Modes: {' -> '.join(result.modes) or '-'}",
-        f"Iterations: {len(result.iterations)}",
-        f"Duration: {result.duration_s:.0f} s",
-        f"Cost: ${result.cost_usd:.4f}",
-    ]
-    if result.branch:
-        lines.append(f"Branch: {result.branch}")
-    if result.anomalies:
-        lines.append(f"Supervisor: {'; '.join(result.anomalies[:5])}")
-    if result.final_text:
-        lines += ["", "Agent's last words:", result.final_text[-2000:]]
-    return _proc.redact("\n".join(lines))  # the agent may have repeated a token it read
 
 
 # A sender that writes in place (`echo ... > inbox/m.json`) leaves a file that is not yet a

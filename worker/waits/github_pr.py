@@ -17,6 +17,9 @@ status, the reviews and the review comments. In this order:
   task resumes with what needs work, quoted as data.
 
 Checks still running, an approval, and reviews by people without write access resume nothing.
+
+Here: the pull request as read and the verdict; its checks are read in github_pr_checks.py,
+its merge decided in github_pr_merge.py.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from worker.waits.conditions import (
 )
 from worker.waits.github_checks import may_answer
 from worker.waits.github_look import parse, whole
+from worker.waits.github_pr_checks import ANNOTATIONS, EXCERPT, FAILED_RUN, Checks, read_checks
 from worker.waits.github_pr_limit import (
     answer_past_limit,
     grant_rounds,
@@ -46,28 +50,28 @@ from worker.waits.github_pr_limit import (
     held_standing,
     rejected,
 )
+from worker.waits.github_pr_merge import merge_if_asked
 
 if TYPE_CHECKING:
     from worker.sources.github.client import GitHubClient
     from worker.waits.github_look import GitHubLook
 
+__all__ = [
+    "ANNOTATIONS",
+    "CONFLICT",
+    "EXCERPT",
+    "FAILED_RUN",
+    "STANDING",
+    "Checks",
+    "Pull",
+    "ended_of",
+    "pull_request_verdicts",
+]
+
 log = logging.getLogger(__name__)
 
 CONFLICT = "The pull request conflicts with its base"  # the resumed run brings the base in
 STANDING = "**Pull request now:**"  # the status comment's last line, kept current
-FAILED_RUN = ("failure", "timed_out", "cancelled", "action_required", "startup_failure")
-EXCERPT = 1200  # characters of one failing check's output handed to the agent
-ANNOTATIONS = 10  # a failing check run's annotations read (one request, first page)
-
-
-@dataclass
-class Checks:
-    """The head commit's check runs and commit statuses, once read."""
-
-    pending: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # each: the name and its excerpt
-    failed_names: list[str] = field(default_factory=list)
-    passed: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -132,10 +136,10 @@ def _verdict(pull: Pull) -> Verdict:
     if ended is not None:
         moments.ended(pull, ended.end)
         return ended
-    checks = _checks(pull)
+    checks = read_checks(pull)
     reviews = pull.list(f"pulls/{n}/reviews", f"reviews#{n}")
     verdict = Verdict()
-    if _merge_if_asked(pull, checks, reviews, verdict):
+    if merge_if_asked(pull, checks, reviews, verdict):
         moments.ended(pull, ("success", "merged by worker: merge label, checks passed, approved"))
         return Verdict(end=("success", f"pull request #{n} merged by worker"))
     needs: list[str] = []
@@ -237,50 +241,6 @@ def ended_of(pull: Pull) -> Verdict | None:
     return None
 
 
-def _checks(pull: Pull) -> Checks:
-    found = Checks()
-    head = pull.head
-    if not head:
-        return found
-    for run in pull.get(f"commits/{head}/check-runs", f"runs@{head}").get("check_runs") or []:
-        name = str(run.get("name") or "a check")
-        if run.get("status") != "completed":
-            found.pending.append(name)
-        elif run.get("conclusion") in FAILED_RUN:
-            found.failed.append(_run_excerpt(pull, run, name))
-            found.failed_names.append(name)
-        else:
-            found.passed.add(name)
-    # No statuses at all reads "pending" with total_count 0: that is "none", not "running".
-    for status in pull.get(f"commits/{head}/status", f"status@{head}").get("statuses") or []:
-        name, state = str(status.get("context") or "a status"), status.get("state")
-        if state == "pending":
-            found.pending.append(name)
-        elif state in ("failure", "error"):
-            said = str(status.get("description") or "")[:EXCERPT]
-            link = status.get("target_url") or ""
-            found.failed.append(f"### {name} ({state})\n{said}\n{link}".strip())
-            found.failed_names.append(name)
-        else:
-            found.passed.add(name)
-    return found
-
-
-def _run_excerpt(pull: Pull, run: dict[str, Any], name: str) -> str:
-    output = run.get("output") or {}
-    parts = [str(output.get(k) or "") for k in ("title", "summary", "text")]
-    text = "\n".join(p for p in parts if p.strip())
-    if output.get("annotations_count") and run.get("id"):
-        path = f"/repos/{pull.repo}/check-runs/{run['id']}/annotations"
-        notes = pull.client.request("GET", path, params={"per_page": ANNOTATIONS}).data or []
-        text += "".join(
-            f"\n{a.get('path')}:{a.get('start_line')}: {a.get('message')}"
-            for a in notes[:ANNOTATIONS]
-            if isinstance(a, dict)
-        )
-    return f"### {name} ({run.get('conclusion')})\n{text[:EXCERPT] or '(no output)'}"
-
-
 def _change_requests(pull: Pull, reviews: list[dict[str, Any]], verdict: Verdict) -> list[str]:
     """A trusted reviewer's requests since the wait began: reviews asking for changes or
     commenting (not approvals), and inline comments with their file and line."""
@@ -309,81 +269,3 @@ def _change_requests(pull: Pull, reviews: list[dict[str, Any]], verdict: Verdict
         line = note.get("line") or note.get("original_line") or "?"
         said.append(f"Comment by {author} on {note.get('path')}:{line}:\n{note.get('body') or ''}")
     return said
-
-
-def _merge_if_asked(
-    pull: Pull, checks: Checks, reviews: list[dict[str, Any]], verdict: Verdict
-) -> bool:
-    """Merge when the merge label asks it and everything it needs is there: True when merged;
-    else what is missing goes to `verdict.ignored`."""
-    gh = pull.ctx.settings.github
-    labels = {str(label.get("name")) for label in pull.data.get("labels") or []}
-    if gh.merge_label not in labels:
-        return False
-    missing = _merge_missing(pull, checks, reviews)
-    if missing:
-        verdict.ignored.append(("PR_MERGE_BLOCKED", f"#{pull.number}: " + "; ".join(missing)))
-        return False
-    body = {"merge_method": gh.merge_method, "sha": pull.head}
-    pull.client.request("PUT", f"/repos/{pull.repo}/pulls/{pull.number}/merge", body=body)
-    return True
-
-
-def _merge_missing(pull: Pull, checks: Checks, reviews: list[dict[str, Any]]) -> list[str]:
-    label = pull.ctx.settings.github.merge_label
-    missing = []
-    if not pull.trusted(_labelled_by(pull, label)):
-        missing.append(f"the label {label!r} was not put there by a trusted person")
-    required = _required_checks(pull)
-    if required is None:  # not readable: every check and status on the head must pass
-        if checks.pending:
-            missing.append("checks still running: " + ", ".join(checks.pending[:5]))
-        if checks.failed:
-            missing.append(f"{len(checks.failed)} check(s) failed")
-    elif required - checks.passed:
-        missing.append("required checks not passed: " + ", ".join(sorted(required - checks.passed)))
-    if not _approved(pull, reviews):
-        missing.append("no approval by a trusted reviewer on the current head")
-    if pull.data.get("mergeable") is False:
-        missing.append("the pull request conflicts with its base")
-    return missing
-
-
-def _approved(pull: Pull, reviews: list[dict[str, Any]]) -> bool:
-    """A trusted reviewer's latest review approves the current head commit."""
-    latest: dict[str, dict[str, Any]] = {}
-    for review in reviews:
-        if review.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
-            latest[(review.get("user") or {}).get("login", "")] = review
-    return any(
-        review.get("state") == "APPROVED"
-        and review.get("commit_id") == pull.head
-        and pull.trusted(login)
-        for login, review in latest.items()
-    )
-
-
-def _labelled_by(pull: Pull, label: str) -> str:
-    """Who last put `label` on the pull request (its issue events)."""
-    who = ""
-    for event in pull.client.paginate(f"/repos/{pull.repo}/issues/{pull.number}/events"):
-        if event.get("event") == "labeled" and (event.get("label") or {}).get("name") == label:
-            who = (event.get("actor") or {}).get("login", "")
-    return who
-
-
-def _required_checks(pull: Pull) -> set[str] | None:
-    """The base branch's required checks, or None where the token may not read them (then
-    every check and status on the head commit must have passed)."""
-    from worker.sources.github.client import GitHubError
-
-    path = f"/repos/{pull.repo}/branches/{pull.base}/protection/required_status_checks"
-    try:
-        found = pull.client.request("GET", path, retry=False).data or {}
-    except GitHubError as exc:
-        if exc.status in (403, 404):
-            return None
-        raise
-    names = {str(c) for c in found.get("contexts") or []}
-    names |= {str(c.get("context")) for c in found.get("checks") or [] if isinstance(c, dict)}
-    return names
