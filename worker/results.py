@@ -120,3 +120,17 @@ class TaskResult:
     @property
     def mode(self) -> str | None:
         return self.modes[-1] if self.modes else None
+
+    def record(self) -> dict[str, Any]:
+        """The task's end as the run's record keeps it (`Store.record_result`, `finish_run`)."""
+        return {
+            "task_id": self.task.id,
+            "source": self.task.source,
+            "outcome": self.outcome.value,
+            "reason": self.reason[:1000],
+            "modes": self.modes,
+            "iterations": len(self.iterations),
+            "cost_usd": self.cost_usd,
+            "branch": self.branch,
+            "reason_codes": self.reason_codes,
+        }

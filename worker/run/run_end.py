@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.config import Settings
 from worker.kernel.model import TaskEnd
@@ -37,19 +37,9 @@ def finish_task(
     report.infra = result.infra.kind.value if result.infra else None
     report.duration_s = time.monotonic() - t0 - result.review_s  # reviewers are apart
     report.review_s, report.review_cost_usd = result.review_s, result.review_cost_usd
-    store.finish_run(
-        run_id,
-        task_id=decision.task.id,
-        source=decision.source,
-        outcome=result.outcome.value,
-        reason=result.reason[:1000],
-        modes=result.modes,
-        iterations=len(result.iterations),
-        cost_usd=result.cost_usd,
-        duration_s=report.duration_s,
-        branch=result.branch,
-        reason_codes=report.reason_codes,
-    )
+    ended: dict[str, Any] = {"task_id": decision.task.id, "source": decision.source}
+    ended |= {"duration_s": report.duration_s, "reason_codes": report.reason_codes}
+    store.finish_run(run_id, **(result.record() | ended))
 
 
 def finish_idle(

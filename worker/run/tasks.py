@@ -137,18 +137,8 @@ def _conclude(
 ) -> TaskResult:
     """The task's end: recorded, reported to its source, notified, then the reviewers."""
     task = result.task
-    store.record_result(  # before the source hears of it: a kill from here on loses nothing
-        run_id,
-        task_id=task.id,
-        source=task.source,
-        outcome=result.outcome.value,
-        reason=result.reason[:1000],
-        modes=result.modes,
-        iterations=len(result.iterations),
-        cost_usd=result.cost_usd,
-        branch=result.branch,
-        reason_codes=result.reason_codes,
-    )
+    # Before the source hears of it: a kill from here on loses nothing.
+    store.record_result(run_id, **result.record())
     _report(settings, store, task, result, source, wait_path)
     if result.outcome in ENDED and result.wait_state is None:
         remove_cli_folder(settings.state, task.id)  # ended for good: no session to resume
