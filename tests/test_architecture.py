@@ -188,9 +188,12 @@ LAYERS: tuple[Layer, ...] = (
         (
             "worker",
             "worker.config",
+            "worker.config_bounds",
+            "worker.config_fallback",
             "worker.config_keys",
             "worker.config_load",
             "worker.config_origin",
+            "worker.config_sections",
             "worker.delivery",
             "worker.daemon.settings",
             "worker.errors",

@@ -10,12 +10,11 @@ ignored setting; a `WORKER_*` variable that is no setting is a warning that name
 # the kernel's and domain types: with it every annotation is a string that pydantic (and
 # NamedTuple) compile and `eval` as each class is built, about 2 ms of every command's start.
 
-import math
 import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from worker.config_bounds import MAX_COST_USD, MAX_DURATION_S, within
+from worker.config_fallback import FallbackSettings
 from worker.config_load import (
     CONFIG_VAR,
     ConfigProblem,
@@ -37,11 +38,24 @@ from worker.config_load import (
     Sources,
     user_config_path,
 )
+from worker.config_sections import LAZY_SECTIONS, Section, section_model
 from worker.errors import ConfigError
 from worker.sources.github.settings import GitHubSettings
 from worker.state.folders import check_folders
 from worker.state.statedir import default_state_dir, location_problem
 from worker.waits.settings import WaitSettings
+
+__all__ = [
+    "CONFIG_FILE",
+    "LAZY_SECTIONS",
+    "MAX_COST_USD",
+    "MAX_DURATION_S",
+    "FallbackSettings",
+    "Settings",
+    "load_settings",
+    "section_model",
+    "within",
+]
 
 if TYPE_CHECKING:
     from worker.daemon.settings import DaemonSettings
@@ -53,70 +67,6 @@ if TYPE_CHECKING:
     from worker.supervision.settings import SupervisionSettings
 
 CONFIG_FILE = "worker.toml"
-
-
-# Upper bounds of durations and amounts: beyond them a value is a typo (or `1e999`, read as
-# infinity), and a wait that long overflows the clocks it is handed to (`threading.TIMEOUT_MAX`).
-MAX_DURATION_S = 366 * 24 * 3600.0
-MAX_COST_USD = 1_000_000.0
-
-
-def within(value: float, limit: float, unit: str) -> float:
-    """`value`, when it is a finite number no greater than `limit`."""
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    if value > limit:
-        raise ValueError(f"must be at most {limit:g} {unit}")
-    return value
-
-
-class FallbackSettings(BaseModel):
-    """The daily maintenance task: build and test the workspace, repair only what fails."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # see Settings
-
-    # None: on where the workspace has checks worker can run (configured, or an environment of
-    # the project's own), off elsewhere (worker.sources.fallback.policy says which and why)
-    enabled: bool | None = None
-    build: list[str] | None = None  # shell commands; None = detect from the project type
-    test: list[str] | None = None
-    interval_hours: PositiveFloat = 24.0
-    command_timeout_s: PositiveFloat = 1800.0
-    mode: str = "code-simple"
-
-    @field_validator("interval_hours")
-    @classmethod
-    def _sane_interval(cls, value: float) -> float:
-        return within(value, MAX_DURATION_S / 3600, "hours (one year)")
-
-    @field_validator("command_timeout_s")
-    @classmethod
-    def _sane_timeout(cls, value: float) -> float:
-        return within(value, MAX_DURATION_S, "seconds (one year)")
-
-
-_S = TypeVar("_S", bound=BaseModel)
-
-
-class _Section(Generic[_S]):
-    """A section made at its first use: one given in worker.toml or the environment is
-    validated as the settings load (`load_settings`); one not given is its defaults, built
-    when a command first reads it."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, settings: None, owner: type) -> "_Section[_S]": ...
-    @overload
-    def __get__(self, settings: "Settings", owner: type) -> _S: ...
-    def __get__(self, settings: "Settings | None", owner: type) -> "_Section[_S] | _S":
-        if settings is None:
-            return self
-        sections = settings._sections
-        if self.name not in sections:
-            sections[self.name] = section_model(self.name)()
-        return sections[self.name]  # type: ignore[return-value]  # made by section_model
 
 
 class Settings(BaseModel):
@@ -159,13 +109,13 @@ class Settings(BaseModel):
     # The sections a dry run and `status` never read: their models are imported and built
     # at their first read: building them with the rest took about 50 million instructions
     # of every start. The same keys, checks and errors as fields (`load_settings`).
-    supervision: ClassVar[_Section["SupervisionSettings"]] = _Section()
-    review: ClassVar[_Section["ReviewSettings"]] = _Section()
-    daemon: ClassVar[_Section["DaemonSettings"]] = _Section()
-    fleet: ClassVar[_Section["FleetSettings"]] = _Section()
-    retention: ClassVar[_Section["RetentionSettings"]] = _Section()
-    notify: ClassVar[_Section["NotifySettings"]] = _Section()
-    sandbox: ClassVar[_Section["SandboxSettings"]] = _Section()
+    supervision: ClassVar[Section["SupervisionSettings"]] = Section()
+    review: ClassVar[Section["ReviewSettings"]] = Section()
+    daemon: ClassVar[Section["DaemonSettings"]] = Section()
+    fleet: ClassVar[Section["FleetSettings"]] = Section()
+    retention: ClassVar[Section["RetentionSettings"]] = Section()
+    notify: ClassVar[Section["NotifySettings"]] = Section()
+    sandbox: ClassVar[Section["SandboxSettings"]] = Section()
     _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _problems: tuple[ConfigProblem, ...] = PrivateAttr(default=())
     _sources: Sources | None = PrivateAttr(default=None)  # None: not built by load_settings
@@ -249,40 +199,6 @@ class Settings(BaseModel):
         copy = self.model_copy()
         copy._sections = {**self._sections, **sections}  # a copy shares the original's dict
         return copy
-
-
-LAZY_SECTIONS = ("supervision", "review", "daemon", "fleet", "retention", "notify", "sandbox")
-
-
-def section_model(name: str) -> type[BaseModel]:
-    """The model of a section made at its first use, imported only then."""
-    if name == "supervision":
-        from worker.supervision.settings import SupervisionSettings
-
-        return SupervisionSettings
-    if name == "review":
-        from worker.review.settings import ReviewSettings
-
-        return ReviewSettings
-    if name == "daemon":
-        from worker.daemon.settings import DaemonSettings
-
-        return DaemonSettings
-    if name == "fleet":
-        from worker.fleet.settings import FleetSettings
-
-        return FleetSettings
-    if name == "retention":
-        from worker.state.retention_settings import RetentionSettings
-
-        return RetentionSettings
-    if name == "sandbox":
-        from worker.sandbox.settings import SandboxSettings
-
-        return SandboxSettings
-    from worker.operator.notify.settings import NotifySettings
-
-    return NotifySettings
 
 
 def load_settings(

@@ -15,217 +15,61 @@ worker's configuration and the files its settings name as secrets (worker/sandbo
 `/tmp` and `/run` empty (no other program's files or sockets); no capability, even as root; an
 environment by allow-list; the network only to the model's API host and `[sandbox]
 allow_hosts` (srt: bubblewrap alone leaves it open).
+
+Here the box itself (`Sandbox`) and the agent's command in it (`launch`); the runtime is chosen in
+worker/sandbox/runtime.py, the policy drawn in worker/sandbox/policy.py and handed to the
+runtime by worker/sandbox/runtime_args.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from worker import secrets
 from worker.config import Settings
-from worker.process.proc import child_env, run_process
+from worker.process.proc import child_env
 from worker.sandbox import reach
-from worker.sandbox.hosts import box_files, model_hosts, no_proxy_without
-from worker.sandbox.settings import SandboxSettings
+from worker.sandbox.policy import (
+    SESSION_DIRS,
+    TMP_PLACEHOLDER,
+    Policy,
+    for_task,
+    policy_for,
+    session_dirs,
+)
+from worker.sandbox.runtime import INSTALL_HINT, Runtime, find_runtime, namespaces_problem
+from worker.sandbox.runtime_args import bwrap_args, srt_settings
+
+__all__ = [
+    "INSTALL_HINT",
+    "SESSION_DIRS",
+    "SETTINGS_PLACEHOLDER",
+    "TMP_PLACEHOLDER",
+    "Policy",
+    "Runtime",
+    "Sandbox",
+    "bwrap_args",
+    "find_runtime",
+    "for_task",
+    "launch",
+    "namespaces_problem",
+    "policy_for",
+    "session_dirs",
+    "srt_settings",
+    "unboxed_env",
+]
 
 if TYPE_CHECKING:
     from worker.results import AgentRequest
 
-# Where each agent CLI keeps its sessions and settings: (variable naming it, default under ~).
-SESSION_DIRS: dict[str, tuple[tuple[str, str], ...]] = {
-    "claude": (("CLAUDE_CONFIG_DIR", ".claude"),),
-    "codex": (("CODEX_HOME", ".codex"),),
-    "gemini": (("GEMINI_CLI_HOME", ".gemini"),),
-}
 SETTINGS_PLACEHOLDER = "<sandbox settings>"
-TMP_PLACEHOLDER = "<private tmp>"
-INSTALL_HINT = (
-    "install the sandbox runtime (`npm install -g @anthropic-ai/sandbox-runtime`, the `srt` "
-    "command) with bubblewrap, socat and ripgrep (`apt-get install bubblewrap socat ripgrep`)"
-)
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """A sandbox runtime found on this machine: `srt` or `bwrap`, and what it enforces."""
-
-    name: str
-    path: str
-
-    @property
-    def network(self) -> bool:
-        return self.name == "srt"
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What one agent invocation may do: the folders it may write, those it may not read (and
-    those re-opened beneath them), the hosts it may reach."""
-
-    write: list[Path]
-    deny_read: list[Path]
-    allow_read: list[Path]
-    hosts: list[str]
-    no_proxy: str | None = None  # the proxy-bypass list, when the model's host is local
-    tmp: Path = Path(TMP_PLACEHOLDER)
-    private: list[Path] = field(default_factory=list)  # empty in the box (/tmp, /run)
-    read_back: list[Path] = field(default_factory=list)  # system files read from those
-    # Files in a writable folder that stay read-only: those worker reads to make the box.
-    read_only: list[Path] = field(default_factory=list)
-
-
-def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
-    """The runtime `box` asks for and this machine has and can run, or None and why not."""
-    runtime, why = _choose(box)
-    if runtime is None or not sys.platform.startswith("linux"):
-        return runtime, why
-    bwrap = runtime.path if runtime.name == "bwrap" else shutil.which("bwrap") or "bwrap"
-    broken = namespaces_problem(bwrap)
-    if broken:
-        return (
-            None,
-            f"{runtime.name} cannot run here: bubblewrap cannot make its namespaces ({broken})",
-        )
-    return runtime, ""
-
-
-@functools.cache
-def namespaces_problem(bwrap: str) -> str | None:
-    """Why bubblewrap cannot make its namespaces on this machine (a container without user
-    namespaces, Ubuntu's AppArmor rule); None when it can. Asked once per process."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
-    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
-    if proc.exit_code == 0:
-        return None
-    return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
-
-
-def _choose(box: SandboxSettings) -> tuple[Runtime | None, str]:
-    if box.mode == "off":
-        return None, 'the sandbox is off (sandbox.mode = "off")'
-    srt = shutil.which(box.srt_bin)
-    bwrap = shutil.which(box.bwrap_bin)
-    if sys.platform == "win32" and box.runtime != "srt":
-        return None, 'on Windows only an explicit sandbox.runtime = "srt" is used (alpha)'
-    if srt and box.runtime in ("auto", "srt"):
-        missing = _srt_needs()
-        if not missing:
-            return Runtime("srt", srt), ""
-        if box.runtime == "srt":
-            return None, f"srt is installed but needs {', '.join(missing)}"
-    elif box.runtime == "srt":
-        return None, f"`{box.srt_bin}` was not found on PATH"
-    if sys.platform.startswith("linux") and bwrap and box.runtime in ("auto", "bwrap"):
-        if box.mode == "required":
-            return None, f"bubblewrap alone cannot limit the network: {INSTALL_HINT}"
-        return Runtime("bwrap", bwrap), ""
-    return None, f"no sandbox runtime found: {INSTALL_HINT}"
-
-
-def _srt_needs() -> list[str]:
-    """What the sandbox runtime needs beside itself on this platform (its README)."""
-    if not sys.platform.startswith(("linux", "darwin")):
-        return []
-    needed = ["rg"] if sys.platform == "darwin" else ["bwrap", "socat", "rg"]
-    return [name for name in needed if shutil.which(name) is None]
-
-
-_STRENGTH = {"off": 0, "auto": 1, "required": 2}
-
-
-def for_task(settings: Settings, source: str) -> Settings:
-    """The settings a task runs with: one from GitHub issues (text by other people) gets at
-    least `[sandbox] untrusted_mode`, whatever `mode` says."""
-    box = settings.sandbox
-    if source != "github" or _STRENGTH[box.untrusted_mode] <= _STRENGTH[box.mode]:
-        return settings
-    return settings.with_sections(sandbox=box.model_copy(update={"mode": box.untrusted_mode}))
-
-
-def policy_for(
-    settings: Settings,
-    agent: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    *,
-    create: bool = False,
-    tree: bool = True,
-) -> Policy:
-    """The limits of one invocation of `agent` in `cwd` (`create`: make the CLI's session
-    folder if missing, for bubblewrap binds only what exists; a dry run makes nothing;
-    `tree`: the working tree may be written, which a read-only mode turns off)."""
-    env = os.environ if env is None else env
-    box = settings.sandbox
-    home = Path(env.get("HOME") or Path.home())
-    cwd = cwd.resolve()
-    git_dirs = _git_dirs(settings.workspace.resolve(), cwd)
-    write = [cwd, *git_dirs] if tree else []
-    sessions = session_dirs(agent, env, home, create)
-    write += sessions
-    write += [reach.absolute(settings, path) for path in box.allow_write]
-    deny = reach.deny_list(settings, home, env)
-    private = reach.private_dirs()
-    # A worktree lives in the state folder: its own tree is open again, the others are not.
-    allow_read = [path for path in write if any(_inside(path, d) for d in [*deny, *private])]
-    hosts = [*model_hosts(agent, env, home), *box.allow_hosts]
-    return Policy(
-        write=_unique(write),
-        deny_read=_unique(deny),
-        allow_read=_unique(allow_read),
-        hosts=_unique(hosts),
-        no_proxy=no_proxy_without(hosts),
-        private=private,
-        # A worktree's repository (its config, refs), where /tmp hides it: read-only.
-        read_back=reach.read_back(private, [d.parent for d in git_dirs[1:]]),
-        read_only=box_files(agent, sessions, create=create),
-    )
-
-
-def session_dirs(agent: str, env: Mapping[str, str], home: Path, create: bool) -> list[Path]:
-    """The CLI folders `agent` writes its sessions to (its variable, else under the home)."""
-    found = []
-    for variable, default in SESSION_DIRS.get(agent, ()):
-        named = env.get(variable)
-        path = Path(named) if named else home / default
-        if variable == "GEMINI_CLI_HOME" and named:
-            path = path / ".gemini"
-        if create:
-            path.mkdir(parents=True, exist_ok=True)
-        found.append(path.resolve())
-    return found
-
-
-def _git_dirs(workspace: Path, cwd: Path) -> list[Path]:
-    """A task worktree's own git folder (its index and HEAD) and the object store it shares
-    with the main repository (`git add` writes there; new objects change nothing by
-    themselves). Both from worker's own record (`.git/worktrees/<name>` of the workspace,
-    as `process/workspace_git` makes it), never from the worktree's `.git` file or
-    `commondir`, which the agent can rewrite to be given another folder in its next box.
-    Its refs stay read-only: worker commits the worktree's work itself."""
-    common = workspace / ".git"
-    if cwd == workspace or not (cwd / ".git").is_file() or common.is_symlink():
-        return []
-    own = common / "worktrees" / cwd.name
-    found = [own, common / "objects"]
-    return [path for path in found if path.is_dir() and not path.is_symlink()]
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _unique(items: list[Any]) -> list[Any]:
-    return list(dict.fromkeys(items))
 
 
 class Sandbox:
@@ -292,53 +136,6 @@ class Sandbox:
             yield self._wrap(argv, cwd, policy, str(settings_file)), env
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def srt_settings(policy: Policy) -> dict[str, Any]:
-    """The sandbox runtime's settings file (its README: Configuration)."""
-    return {
-        "network": {"allowedDomains": policy.hosts, "deniedDomains": []},
-        "filesystem": {
-            "denyRead": [str(path) for path in [*policy.private, *policy.deny_read]],
-            "allowRead": [str(path) for path in [*policy.allow_read, *policy.read_back]],
-            "allowWrite": [str(path) for path in policy.write],
-            "denyWrite": [str(path) for path in policy.read_only],
-        },
-    }
-
-
-def bwrap_args(policy: Policy, cwd: Path) -> list[str]:
-    """bubblewrap's arguments: no capability (as root too: `umount` and `mount -o remount`
-    refused), the system read-only, /tmp and /run empty, the denied paths hidden (an empty
-    folder, made read-only last, once the writable paths beneath it are bound back), the
-    writable ones bound back, the read-only files in them bound over them (a regular file only:
-    a mount on a link would land on what it points at); a parent's mount before the mounts
-    beneath it."""
-    denied = [path for path in policy.deny_read if path.exists()]
-    # A denied path inside another is hidden with it (its mount point could not be made).
-    denied = [p for p in denied if not any(d != p and _inside(p, d) for d in denied)]
-    mounts = [(path, ["--tmpfs", str(path)]) for path in policy.private]
-    mounts += [(path, ["--ro-bind", str(path), str(path)]) for path in policy.read_back]
-    for path in denied:
-        if path.is_dir():
-            mounts.append((path, ["--tmpfs", str(path)]))
-        else:
-            mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
-    for path in policy.write:
-        if path.exists():
-            mounts.append((path, ["--bind", str(path), str(path)]))
-    for path in policy.read_only:
-        if path.is_file() and not path.is_symlink():
-            mounts.append((path, ["--ro-bind", str(path), str(path)]))
-    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):
-        args += mount
-    for path in [*denied, *(p for p in policy.private if not p.name.endswith("tmp"))]:
-        if path.is_dir():
-            args += ["--remount-ro", str(path)]
-    args += ["--setenv", "TMPDIR", str(policy.tmp), "--chdir", str(cwd)]
-    return args
 
 
 @contextlib.contextmanager

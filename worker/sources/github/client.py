@@ -11,21 +11,24 @@
   tenacity; what remains is a `GitHubError` whose message is redacted.
 - `client.has_write_access(repo, login)` is the trust check (admin, maintain or write).
 PyGithub is imported lazily: `worker --help` must stay fast.
+
+The rate limit and the ETag cache are `client_cache.ClientCache`'s, the reads (the token's user,
+issues, permissions, the last edit) `client_reads.ClientReads`'s: mixins of `GitHubClient`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import re
-import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from worker.sources.github.client_cache import ClientCache
+from worker.sources.github.client_reads import ClientReads, label_event
 from worker.sources.github.http import (
     TOKEN_VARIABLES,
     GitHubError,
@@ -34,8 +37,6 @@ from worker.sources.github.http import (
     RequestStats,
     Response,
     error_from,
-    to_float,
-    to_int,
     token_from_env,
     unreachable_because,
 )
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _RETRY_STATUS = {500, 502, 503, 504}
-_WRITE_PERMISSIONS = {"admin", "maintain", "write"}
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
@@ -71,7 +71,7 @@ def make_client(
     return GitHubClient(settings, store, token if token is not None else token_from_env())
 
 
-class GitHubClient:
+class GitHubClient(ClientReads, ClientCache):
     def __init__(self, settings: GitHubSettings, store: Store | None, token: str | None) -> None:
         import github  # lazy: PyGithub is heavy
 
@@ -237,129 +237,3 @@ class GitHubClient:
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         return self.backoff(state.attempt_number, exc)
-
-    # -- rate limit -------------------------------------------------------------------------
-    def _read_rate(self, headers: dict[str, str]) -> None:
-        remaining = to_int(headers.get("x-ratelimit-remaining"))
-        if remaining is None:  # absent, or not a number (a proxy's answer): keep what we knew
-            return
-        self.rate = RateLimit(
-            remaining,
-            to_int(headers.get("x-ratelimit-limit")),
-            to_float(headers.get("x-ratelimit-reset")),
-        )
-        self._put("github:rate", json.dumps(self.rate.__dict__))
-
-    def _load_rate(self) -> None:
-        raw = self._get("github:rate")
-        if raw:
-            with contextlib.suppress(ValueError, TypeError):
-                self.rate = RateLimit(**json.loads(raw))
-
-    def polling_allowed(self, now: float | None = None) -> bool:
-        """False while fewer than `rate_limit_floor` requests are left and the reset is ahead."""
-        now = time.time() if now is None else now
-        rate = self.rate
-        if rate.remaining is None or rate.remaining >= self.settings.rate_limit_floor:
-            return True
-        return rate.reset is not None and rate.reset <= now
-
-    # -- the ETag cache ---------------------------------------------------------------------
-    def _cached(self, key: str) -> dict[str, Any] | None:
-        raw = self._get(f"github:etag:{key}")
-        if not raw:
-            return None
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) and "etag" in value else None
-
-    def _remember(self, key: str, value: dict[str, Any]) -> None:
-        self._put(f"github:etag:{key}", json.dumps(value))
-
-    def _get(self, key: str) -> str | None:
-        if self.store is not None:
-            return self.store.get(key)
-        return self._memory.get(key)
-
-    def _put(self, key: str, value: str) -> None:
-        if self.store is not None:
-            self.store.put(key, value)
-        else:
-            self._memory[key] = value
-
-    # -- reads used by the source and the waits ---------------------------------------------
-    def login(self) -> str | None:
-        """The token's user (conditional GET /user, cached); None without a token."""
-        if self._login is None:
-            try:
-                self._login = _object(self.get("/user", cache_key="user"), "/user").get("login")
-            except GitHubError as exc:
-                log.warning("github: cannot read the token's user: %s", exc)
-                return None
-        return self._login
-
-    def issue(self, repo: str, number: int) -> dict[str, Any]:
-        path = f"/repos/{repo}/issues/{number}"
-        return _object(self.request("GET", path), path)
-
-    def comments(self, repo: str, number: int) -> list[dict[str, Any]]:
-        return list(self.paginate(f"/repos/{repo}/issues/{number}/comments"))
-
-    def events(self, repo: str, number: int) -> list[dict[str, Any]]:
-        return list(self.paginate(f"/repos/{repo}/issues/{number}/events"))
-
-    def permission(self, repo: str, login: str) -> str:
-        """`admin`, `maintain`, `write`, `triage`, `read` or `none` (no such collaborator)."""
-        try:
-            path = f"/repos/{repo}/collaborators/{quote(login)}/permission"
-            data = _object(self.request("GET", path), path)
-        except GitHubError as exc:
-            if exc.status in (403, 404) and not exc.rate_limited:  # a limit is no "no"
-                return "none"
-            raise
-        role = str(data.get("role_name") or "")
-        return role if role in _WRITE_PERMISSIONS else str(data.get("permission") or "none")
-
-    def last_edit(self, repo: str, number: int) -> tuple[str, str] | None:
-        """Who last edited the issue's description and when (an API timestamp); None when
-        nobody did. REST does not say: one GraphQL query (`lastEditedAt`, `editor`)."""
-        owner, name = repo.split("/", 1)
-        query = {"query": _LAST_EDIT, "variables": {"owner": owner, "name": name, "number": number}}
-        answer = self.request("POST", self._requester.graphql_url, body=query).data
-        issue = None
-        if isinstance(answer, dict) and not answer.get("errors"):
-            issue = ((answer.get("data") or {}).get("repository") or {}).get("issue")
-        if not isinstance(issue, dict):
-            problem = answer.get("errors") if isinstance(answer, dict) else answer
-            raise GitHubError(f"GraphQL {repo}#{number}: cannot read its last edit: {problem}")
-        if not issue.get("lastEditedAt"):
-            return None
-        return str((issue.get("editor") or {}).get("login") or ""), str(issue["lastEditedAt"])
-
-    def has_write_access(self, repo: str, login: str) -> bool:
-        """True when `login` may push to `repo` (admin, maintain or write)."""
-        return self.permission(repo, login) in _WRITE_PERMISSIONS
-
-
-_LAST_EDIT = (
-    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, "
-    "name: $name) { issue(number: $number) { lastEditedAt editor { login } } } }"
-)
-
-
-def _object(response: Response, path: str) -> dict[str, Any]:
-    """The answer's JSON object; a GitHubError naming the request when it is something else."""
-    if not isinstance(response.data, dict):
-        raise GitHubError(f"GET {path}: expected an object, got {type(response.data).__name__}")
-    return response.data
-
-
-def label_event(events: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
-    """The last event that applied `label` (from an issue's events), None when none did."""
-    found = None
-    for event in events:
-        if event.get("event") == "labeled" and (event.get("label") or {}).get("name") == label:
-            found = event
-    return found
