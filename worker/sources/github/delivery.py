@@ -6,7 +6,6 @@ still lets the labels show the end state; what failed is raised at the end as on
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 from urllib.parse import quote
 
@@ -33,8 +32,6 @@ __all__ = [
     "remove_label",
     "report_to_issue",
 ]
-
-log = logging.getLogger(__name__)
 
 
 def report_to_issue(
