@@ -12,6 +12,7 @@ the box hides) is exit 78 with nothing claimed, never three failed iterations.""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -20,11 +21,12 @@ import pytest
 from tests.escape_support import outside_tmp
 from tests.sandbox_support import SECRET, plant_secret, sandbox_runtime
 from tests.test_sandbox import STATUS, bwrap_works, command_mode
-from worker.agents.infra import missing_binary
+from worker.agents.infra import missing_binary, preflight
 from worker.agents.registry import adapter_for
 from worker.config import load_settings
-from worker.modes import Mode
+from worker.modes import Mode, load_modes, modes_path
 from worker.results import AgentRequest
+from worker.sandbox.runtime import find_runtime, namespaces_problem
 
 from .conftest import git, needs_posix, run_worker, state_of, write_message
 
@@ -253,3 +255,72 @@ def test_a_check_the_box_refuses_a_write_is_a_set_up_problem_not_a_task(
     assert "writes where the sandbox refuses" in done.stdout + done.stderr, done.stdout
     assert "[sandbox] allow_write" in done.stdout + done.stderr
     assert not (workspace / "ran.txt").exists() and not (cache / "tool").exists()
+
+
+def _flaky_bwrap(folder: Path, marker: Path, probe_only: bool) -> Path:
+    """A `bwrap` that fails to start once (as a loaded machine's may: EAGAIN), the first time
+    it is asked to run the preflight's probe (or anything, without `probe_only`), then is the
+    real one; with `marker` made in advance it always fails."""
+    real = shutil.which("bwrap")
+    fail = (
+        f"[ -e {marker} ] && [ -s {marker} ] && exit 1; [ -e {marker} ] || {{ touch {marker}; "
+        'echo "bwrap: Creating new namespace failed: Resource temporarily unavailable" >&2; '
+        "exit 1; }"
+    )
+    test = 'case "$*" in *"not found in the box"*) ' + fail + ";; esac" if probe_only else fail
+    fake = folder / "bwrap"
+    fake.write_text(f'#!/bin/sh\n{test}\nexec {real} "$@"\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def _flaky_env(
+    workspace: Path, outside: Path, probe_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Settings of a box by a `bwrap` that fails once (see `_flaky_bwrap`); its marker."""
+    bwrap_works()
+    claude = outside / "claude"
+    claude.write_text("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o755)
+    marker = outside / "failed"
+    for key, value in {
+        "WORKER_SANDBOX__MODE": "auto",
+        "WORKER_SANDBOX__RUNTIME": "bwrap",
+        "WORKER_SANDBOX__BWRAP_BIN": str(_flaky_bwrap(outside, marker, probe_only)),
+        "WORKER_CLAUDE_BIN": str(claude),
+    }.items():
+        monkeypatch.setenv(key, value)
+    namespaces_problem.cache_clear()
+    return marker
+
+
+def test_a_box_probe_that_fails_to_start_once_is_asked_again_not_refused(
+    workspace: Path, outside_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preflight's probe in the box is asked twice before saying no: its no is exit 78,
+    which would stop `worker serve` for good over a loaded machine's hiccup. Failing twice
+    is still said."""
+    marker = _flaky_env(workspace, outside_tmp, True, monkeypatch)
+    settings = load_settings(workspace)
+    modes = load_modes(modes_path(settings.workspace, settings.modes_file)).modes
+    mode = next(m for m in modes.values() if m.agent == "claude")
+    assert preflight(settings, mode) is None
+    assert marker.exists()  # it did fail once
+    marker.write_text("always")  # the control
+    failure = preflight(settings, mode)
+    assert failure is not None and "cannot be started inside the sandbox" in failure.message
+
+
+def test_bubblewraps_namespaces_failing_once_do_not_turn_the_box_off(
+    workspace: Path, outside_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether bubblewrap can make its namespaces is asked twice before saying no: a no turns
+    the box off for the run (`auto`) or refuses it (`required`)."""
+    marker = _flaky_env(workspace, outside_tmp, False, monkeypatch)
+    runtime, why = find_runtime(load_settings(workspace).sandbox)
+    assert runtime is not None and runtime.name == "bwrap", why
+    assert marker.exists()
+    marker.write_text("always")  # the control
+    namespaces_problem.cache_clear()
+    runtime, why = find_runtime(load_settings(workspace).sandbox)
+    assert runtime is None and "cannot make its namespaces" in why

@@ -92,8 +92,13 @@ def _hidden_in_box(adapter: SandboxedAdapter, executable: str, request: AgentReq
     box = adapter.boxed(request).sandbox
     assert box is not None
     probe = ["/bin/sh", "-c", _FINDS, "sh", executable]
-    with box.launch(probe, request.cwd, create=False) as (argv, env):
-        proc = run_process(argv, cwd=request.cwd, timeout_s=_BOX_PROBE_TIMEOUT_S, env=env)
+    # Twice, unless the program is missing (127): a runtime that failed to start once may be
+    # a loaded machine's hiccup, and a failure here is exit 78, which stops `worker serve`.
+    for _ in range(2):
+        with box.launch(probe, request.cwd, create=False) as (argv, env):
+            proc = run_process(argv, cwd=request.cwd, timeout_s=_BOX_PROBE_TIMEOUT_S, env=env)
+        if proc.exit_code in (0, 127):
+            break
     if proc.exit_code == 0:
         return None
     said = proc.stderr_tail.strip().splitlines()[-1:] or [f"exit {proc.exit_code}"]

@@ -50,11 +50,14 @@ def find_runtime(box: SandboxSettings) -> tuple[Runtime | None, str]:
 @functools.cache
 def namespaces_problem(bwrap: str) -> str | None:
     """Why bubblewrap cannot make its namespaces on this machine (a container without user
-    namespaces, Ubuntu's AppArmor rule); None when it can. Asked once per process."""
+    namespaces, Ubuntu's AppArmor rule); None when it can. Asked once per process, and twice
+    before saying no: one failure may be a loaded machine's (a timeout, EAGAIN), and a no
+    turns the box off for the run or, where it is required, refuses the run."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
-    proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
-    if proc.exit_code == 0:
-        return None
+    for _ in range(2):
+        proc = run_process([*argv, "true"], cwd=Path("/"), timeout_s=30)
+        if proc.exit_code == 0:
+            return None
     return proc.stderr_tail.strip()[-300:] or f"bwrap exited with {proc.exit_code}"
 
 
